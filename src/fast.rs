@@ -1,0 +1,64 @@
+//! Fast mode on single values and on slices: fused multiply-adds, the degree-3 exp, the
+//! rational GELU.
+//!
+//! Every instruction set gives the same fast bits: one lane code, fused the same way
+//! everywhere. On a CPU without FMA the fused multiply-add is computed in software, correctly
+//! rounded, so the bits are still the same (only slower).
+//!
+//! ```
+//! use activation_kernels::{fast, Func, Isa};
+//! let x = [0.25f32; 20];
+//! let mut y = [0.0f32; 20];
+//! fast::map(Func::Exp, Isa::detect(), &x, &mut y).unwrap();
+//! assert_eq!(y[19].to_bits(), fast::exp(0.25).to_bits());
+//! ```
+
+use crate::exact::scalar_fns;
+use crate::lanes::Scalar;
+use crate::ops;
+use crate::{Error, Fast, Func, Isa};
+
+/// The spec's `FastMath::exp` on one value (see [`ops::exp::fast_exp`]).
+#[inline]
+pub fn exp(x: f32) -> f32 {
+    ops::exp::fast_exp(Scalar::new(), x)
+}
+
+scalar_fns! { Fast;
+    /// Natural logarithm, the exact algorithm with fused multiply-adds.
+    log => ops::log::log;
+    /// Sigmoid, the exact algorithm with fused multiply-adds.
+    sigmoid => ops::sigmoid::sigmoid;
+    /// Hyperbolic tangent, the exact algorithm with fused multiply-adds.
+    tanh => ops::tanh::tanh;
+    /// Error function, the exact algorithm with fused multiply-adds.
+    erf => ops::erf::erf;
+    /// GELU, tanh form, the exact algorithm with fused multiply-adds.
+    gelu_tanh => ops::gelu::gelu_tanh;
+    /// SiLU, `x * sigmoid(x)` with the fused sigmoid.
+    silu => ops::silu::silu;
+    /// `1 + erf(x)`, the exact algorithm with fused multiply-adds.
+    one_plus_erf => ops::erf::one_plus_erf;
+}
+
+/// GELU, erf form: the rational approximation of the spec (see
+/// [`ops::gelu::gelu_erf_rational`]).
+#[inline]
+pub fn gelu_erf(x: f32) -> f32 {
+    ops::gelu::gelu_erf_rational(Scalar::new(), x)
+}
+
+/// `dst[i] = func(src[i])` in fast mode on `isa`; the same bits on every instruction set.
+///
+/// Errors: [`Error::LengthMismatch`] if the lengths differ, [`Error::IsaUnavailable`] if this
+/// CPU lacks `isa`.
+pub fn map(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Error> {
+    ops::map::map_slice::<Fast>(func, isa, src, dst)
+}
+
+/// `data[i] = func(data[i])` in fast mode on `isa`.
+///
+/// Errors: [`Error::IsaUnavailable`] if this CPU lacks `isa`.
+pub fn map_in_place(func: Func, isa: Isa, data: &mut [f32]) -> Result<(), Error> {
+    ops::map::map_slice_in_place::<Fast>(func, isa, data)
+}

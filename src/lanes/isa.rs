@@ -1,0 +1,174 @@
+//! Instruction-set detection, forcing and dispatch.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use super::{Scalar, WithLanes};
+use crate::Error;
+
+/// An instruction set a kernel can run on.
+///
+/// Exact kernels give the same bits on every one of them. `Avx2` means AVX2 + FMA; `Avx512`
+/// means AVX-512F (with AVX2 and FMA, which every AVX-512 CPU has).
+///
+/// ```
+/// use activation_kernels::Isa;
+/// let best = Isa::detect();
+/// assert!(Isa::available().contains(&best));
+/// assert!(Isa::Scalar.is_available());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Isa {
+    /// One `f32` at a time, in general-purpose code. Every CPU.
+    Scalar,
+    /// 128-bit SSE2 registers, four lanes. Every x86-64 CPU.
+    Sse2,
+    /// 256-bit AVX2 registers with FMA, eight lanes.
+    Avx2,
+    /// 512-bit AVX-512F registers, sixteen lanes.
+    Avx512,
+}
+
+/// The environment variable that forces an instruction set: `scalar`, `sse2`, `avx2`, `avx512`.
+pub const ISA_ENV_VAR: &str = "ACTIVATION_KERNELS_ISA";
+
+impl Isa {
+    /// Every instruction set, narrowest first.
+    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Sse2, Isa::Avx2, Isa::Avx512];
+
+    /// The lowercase name, as `ACTIVATION_KERNELS_ISA` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Sse2 => "sse2",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+
+    /// The number of `f32` lanes in one register.
+    pub fn width(self) -> usize {
+        match self {
+            Isa::Scalar => 1,
+            Isa::Sse2 => 4,
+            Isa::Avx2 => 8,
+            Isa::Avx512 => 16,
+        }
+    }
+
+    /// Whether this CPU runs the instruction set.
+    pub fn is_available(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Sse2 => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// Every instruction set this CPU runs, narrowest first.
+    pub fn available() -> Vec<Isa> {
+        Isa::ALL.into_iter().filter(|i| i.is_available()).collect()
+    }
+
+    /// The widest instruction set this CPU runs.
+    pub fn detect() -> Isa {
+        Isa::ALL
+            .into_iter()
+            .rev()
+            .find(|i| i.is_available())
+            .unwrap_or(Isa::Scalar)
+    }
+
+    /// The instruction set `ACTIVATION_KERNELS_ISA` forces, if it is set (read once per
+    /// process). An unknown name or an instruction set this CPU lacks is an error.
+    pub fn from_env() -> Option<Result<Isa, Error>> {
+        static FORCED: OnceLock<Option<String>> = OnceLock::new();
+        let forced = FORCED.get_or_init(|| std::env::var(ISA_ENV_VAR).ok());
+        forced.as_deref().map(|name| name.parse::<Isa>()?.checked())
+    }
+
+    /// The forced instruction set if `ACTIVATION_KERNELS_ISA` is set, else [`Isa::detect`].
+    pub fn preferred() -> Result<Isa, Error> {
+        Isa::from_env().unwrap_or_else(|| Ok(Isa::detect()))
+    }
+
+    /// `Ok(self)` if this CPU runs it, else [`Error::IsaUnavailable`].
+    pub fn checked(self) -> Result<Isa, Error> {
+        if self.is_available() {
+            Ok(self)
+        } else {
+            Err(Error::IsaUnavailable { isa: self })
+        }
+    }
+
+    /// Whether this CPU has the FMA3 instruction (fast mode uses a software fma without it).
+    pub fn has_hardware_fma() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("fma")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Runs `op` with the lane type of this instruction set, compiled for it.
+    ///
+    /// Fails with [`Error::IsaUnavailable`] if this CPU lacks the instruction set.
+    pub fn dispatch<O: WithLanes>(self, op: O) -> Result<O::Output, Error> {
+        self.checked()?;
+        #[cfg(target_arch = "x86_64")]
+        {
+            use super::x86;
+            let fma = O::USES_FMA && Isa::has_hardware_fma();
+            Ok(match self {
+                // SAFETY: `fma` is true only when the CPU has FMA.
+                Isa::Scalar if fma => unsafe { x86::run_scalar_fma(op) },
+                Isa::Scalar => op.run(Scalar(())),
+                // SAFETY: `fma` is true only when the CPU has FMA.
+                Isa::Sse2 if fma => unsafe { x86::run_v128_fma(op) },
+                Isa::Sse2 => x86::run_v128(op),
+                // SAFETY: `checked` confirmed AVX2 and FMA.
+                Isa::Avx2 => unsafe { x86::run_avx2(op) },
+                // SAFETY: `checked` confirmed AVX-512F, AVX2 and FMA.
+                Isa::Avx512 => unsafe { x86::run_avx512(op) },
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Ok(op.run(Scalar(())))
+        }
+    }
+}
+
+impl fmt::Display for Isa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Isa {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Isa, Error> {
+        let s = s.trim().to_ascii_lowercase();
+        Isa::ALL
+            .into_iter()
+            .find(|i| i.name() == s)
+            .ok_or(Error::UnknownIsa { name: s })
+    }
+}

@@ -1,0 +1,124 @@
+//! Lane types: one trait, [`Lanes`], over `f32` scalar code and the x86-64 vector registers.
+//!
+//! Every kernel of the crate is written once, generic over `L: Lanes`, as an `#[inline(always)]`
+//! body. [`Isa::dispatch`] checks that the CPU has the instruction set, builds the lane token
+//! (which only this module can build) and calls the body through a `#[target_feature]`
+//! trampoline, so the body is compiled with that instruction set enabled.
+//!
+//! The trait has no fused multiply-add for exact code to call by accident: exact kernels go
+//! through [`crate::Mode::madd`], which is a separate multiply and add in [`crate::Exact`] and
+//! calls [`Lanes::fma`] only in [`crate::Fast`].
+
+mod isa;
+mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+pub use isa::Isa;
+pub use scalar::Scalar;
+#[cfg(target_arch = "x86_64")]
+pub use x86::{Avx2, Avx512, V128};
+
+/// The widest register of any lane type, in `f32` lanes.
+pub const MAX_WIDTH: usize = 16;
+
+/// A set of `f32` lanes and the operations the kernels need on them.
+///
+/// Implemented by [`Scalar`] (one lane) and, on x86-64, by the 128-bit ([`V128`]), 256-bit
+/// ([`Avx2`]) and 512-bit ([`Avx512`]) register types. A value of an implementing type is a
+/// token: proof that the CPU runs the instruction set. Only [`Isa::dispatch`] makes them.
+///
+/// Comparisons are ordered and quiet (false when either side is NaN), like Rust's `<`.
+/// Integer arithmetic wraps. `select(m, a, b)` is `m ? a : b` lane by lane.
+pub trait Lanes: Copy + Send + Sync + 'static {
+    /// Number of `f32` lanes.
+    const WIDTH: usize;
+    /// `WIDTH` lanes of `f32`.
+    type F: Copy;
+    /// `WIDTH` lanes of `i32`.
+    type I: Copy;
+    /// A lane mask, the result of a comparison.
+    type M: Copy;
+
+    /// Every lane `v`.
+    fn splat(self, v: f32) -> Self::F;
+    /// Every lane `v`.
+    fn splat_i(self, v: i32) -> Self::I;
+    /// Loads `src[..WIDTH]`. Panics if `src` is shorter.
+    fn load(self, src: &[f32]) -> Self::F;
+    /// Stores into `dst[..WIDTH]`. Panics if `dst` is shorter.
+    fn store(self, v: Self::F, dst: &mut [f32]);
+
+    /// `a + b`, rounded once.
+    fn add(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a - b`, rounded once.
+    fn sub(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a * b`, rounded once.
+    fn mul(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a / b`, correctly rounded (never a reciprocal estimate).
+    fn div(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a * b + c` with one rounding. For fast mode only; exact code never calls it.
+    fn fma(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+
+    /// `a < b`.
+    fn lt(self, a: Self::F, b: Self::F) -> Self::M;
+    /// `a <= b`.
+    fn le(self, a: Self::F, b: Self::F) -> Self::M;
+    /// `a > b`.
+    fn gt(self, a: Self::F, b: Self::F) -> Self::M;
+    /// `a >= b`.
+    fn ge(self, a: Self::F, b: Self::F) -> Self::M;
+    /// `a == b`.
+    fn eq(self, a: Self::F, b: Self::F) -> Self::M;
+    /// `a` is NaN.
+    fn is_nan(self, a: Self::F) -> Self::M;
+    /// `a > b` on `i32` lanes.
+    fn gt_i(self, a: Self::I, b: Self::I) -> Self::M;
+    /// `m ? a : b`.
+    fn select(self, m: Self::M, a: Self::F, b: Self::F) -> Self::F;
+    /// Mask and.
+    fn mask_and(self, a: Self::M, b: Self::M) -> Self::M;
+    /// Mask or.
+    fn mask_or(self, a: Self::M, b: Self::M) -> Self::M;
+    /// True if any lane of `m` is set.
+    fn any(self, m: Self::M) -> bool;
+    /// True if every lane of `m` is set.
+    fn all(self, m: Self::M) -> bool;
+
+    /// Bitwise and of the bit patterns.
+    fn and(self, a: Self::F, b: Self::F) -> Self::F;
+    /// Bitwise or of the bit patterns.
+    fn or(self, a: Self::F, b: Self::F) -> Self::F;
+    /// Bitwise xor of the bit patterns.
+    fn xor(self, a: Self::F, b: Self::F) -> Self::F;
+
+    /// The bit patterns as `i32`.
+    fn to_bits(self, a: Self::F) -> Self::I;
+    /// The `f32` with these bit patterns.
+    #[allow(clippy::wrong_self_convention)]
+    fn from_bits(self, a: Self::I) -> Self::F;
+    /// `a + b`, wrapping.
+    fn add_i(self, a: Self::I, b: Self::I) -> Self::I;
+    /// `a - b`, wrapping.
+    fn sub_i(self, a: Self::I, b: Self::I) -> Self::I;
+    /// `a & b`.
+    fn and_i(self, a: Self::I, b: Self::I) -> Self::I;
+    /// `a << N` (logical).
+    fn shl_i<const N: i32>(self, a: Self::I) -> Self::I;
+    /// `a >> N` (arithmetic).
+    fn sra_i<const N: i32>(self, a: Self::I) -> Self::I;
+}
+
+/// A computation generic over the lane type, run by [`Isa::dispatch`] on one instruction set.
+///
+/// `run` should be `#[inline(always)]` so it is compiled inside the `#[target_feature]`
+/// trampoline of the instruction set.
+pub trait WithLanes {
+    /// What the computation returns.
+    type Output;
+    /// Whether the computation calls [`Lanes::fma`]. On the 128-bit path this selects hardware
+    /// FMA when the CPU has it and a correctly rounded software fma when it does not.
+    const USES_FMA: bool;
+    /// Runs the computation with the lane token `l`.
+    fn run<L: Lanes>(self, l: L) -> Self::Output;
+}

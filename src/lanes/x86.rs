@@ -1,0 +1,503 @@
+//! The x86-64 lane types and their `#[target_feature]` trampolines.
+//!
+//! Each lane type is a zero-sized token. Only [`super::Isa::dispatch`] builds one, after it has
+//! checked the CPU features, and every `unsafe` block below relies on that.
+
+use core::arch::x86_64::*;
+
+use super::{Lanes, WithLanes};
+
+/// 128-bit registers (four `f32` lanes), SSE2. `FMA` says whether [`Lanes::fma`] may use the
+/// FMA3 instruction (`true`, only built on CPUs that have it) or must use a correctly rounded
+/// software fma per lane (`false`).
+#[derive(Clone, Copy, Debug)]
+pub struct V128<const FMA: bool>(());
+
+/// 256-bit registers (eight `f32` lanes), AVX2 + FMA.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx2(());
+
+/// 512-bit registers (sixteen `f32` lanes), AVX-512F.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512(());
+
+/// Wraps an intrinsic call whose feature the token proves.
+macro_rules! proven {
+    ($e:expr) => {{
+        // SAFETY: a token of this type exists only after `Isa::dispatch` checked that the CPU
+        // has the instruction set, and the call is otherwise a pure register operation.
+        unsafe { $e }
+    }};
+}
+
+impl<const FMA: bool> Lanes for V128<FMA> {
+    const WIDTH: usize = 4;
+    type F = __m128;
+    type I = __m128i;
+    type M = __m128;
+
+    #[inline(always)]
+    fn splat(self, v: f32) -> __m128 {
+        proven!(_mm_set1_ps(v))
+    }
+    #[inline(always)]
+    fn splat_i(self, v: i32) -> __m128i {
+        proven!(_mm_set1_epi32(v))
+    }
+    #[inline(always)]
+    fn load(self, src: &[f32]) -> __m128 {
+        let src = &src[..4];
+        // SAFETY: `src` has four elements; unaligned loads are allowed.
+        unsafe { _mm_loadu_ps(src.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(self, v: __m128, dst: &mut [f32]) {
+        let dst = &mut dst[..4];
+        // SAFETY: `dst` has four elements; unaligned stores are allowed.
+        unsafe { _mm_storeu_ps(dst.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_add_ps(a, b))
+    }
+    #[inline(always)]
+    fn sub(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_sub_ps(a, b))
+    }
+    #[inline(always)]
+    fn mul(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_mul_ps(a, b))
+    }
+    #[inline(always)]
+    fn div(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_div_ps(a, b))
+    }
+    #[inline(always)]
+    fn fma(self, a: __m128, b: __m128, c: __m128) -> __m128 {
+        if FMA {
+            proven!(_mm_fmadd_ps(a, b, c))
+        } else {
+            let (mut x, mut y, mut z) = ([0f32; 4], [0f32; 4], [0f32; 4]);
+            self.store(a, &mut x);
+            self.store(b, &mut y);
+            self.store(c, &mut z);
+            for i in 0..4 {
+                x[i] = x[i].mul_add(y[i], z[i]);
+            }
+            self.load(&x)
+        }
+    }
+    #[inline(always)]
+    fn lt(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_cmplt_ps(a, b))
+    }
+    #[inline(always)]
+    fn le(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_cmple_ps(a, b))
+    }
+    #[inline(always)]
+    fn gt(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_cmpgt_ps(a, b))
+    }
+    #[inline(always)]
+    fn ge(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_cmpge_ps(a, b))
+    }
+    #[inline(always)]
+    fn eq(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_cmpeq_ps(a, b))
+    }
+    #[inline(always)]
+    fn is_nan(self, a: __m128) -> __m128 {
+        proven!(_mm_cmpunord_ps(a, a))
+    }
+    #[inline(always)]
+    fn gt_i(self, a: __m128i, b: __m128i) -> __m128 {
+        proven!(_mm_castsi128_ps(_mm_cmpgt_epi32(a, b)))
+    }
+    #[inline(always)]
+    fn select(self, m: __m128, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)))
+    }
+    #[inline(always)]
+    fn mask_and(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_and_ps(a, b))
+    }
+    #[inline(always)]
+    fn mask_or(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_or_ps(a, b))
+    }
+    #[inline(always)]
+    fn any(self, m: __m128) -> bool {
+        proven!(_mm_movemask_ps(m) != 0)
+    }
+    #[inline(always)]
+    fn all(self, m: __m128) -> bool {
+        proven!(_mm_movemask_ps(m) == 0xF)
+    }
+    #[inline(always)]
+    fn and(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_and_ps(a, b))
+    }
+    #[inline(always)]
+    fn or(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_or_ps(a, b))
+    }
+    #[inline(always)]
+    fn xor(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_xor_ps(a, b))
+    }
+    #[inline(always)]
+    fn to_bits(self, a: __m128) -> __m128i {
+        proven!(_mm_castps_si128(a))
+    }
+    #[inline(always)]
+    fn from_bits(self, a: __m128i) -> __m128 {
+        proven!(_mm_castsi128_ps(a))
+    }
+    #[inline(always)]
+    fn add_i(self, a: __m128i, b: __m128i) -> __m128i {
+        proven!(_mm_add_epi32(a, b))
+    }
+    #[inline(always)]
+    fn sub_i(self, a: __m128i, b: __m128i) -> __m128i {
+        proven!(_mm_sub_epi32(a, b))
+    }
+    #[inline(always)]
+    fn and_i(self, a: __m128i, b: __m128i) -> __m128i {
+        proven!(_mm_and_si128(a, b))
+    }
+    #[inline(always)]
+    fn shl_i<const N: i32>(self, a: __m128i) -> __m128i {
+        proven!(_mm_slli_epi32::<N>(a))
+    }
+    #[inline(always)]
+    fn sra_i<const N: i32>(self, a: __m128i) -> __m128i {
+        proven!(_mm_srai_epi32::<N>(a))
+    }
+}
+
+impl Lanes for Avx2 {
+    const WIDTH: usize = 8;
+    type F = __m256;
+    type I = __m256i;
+    type M = __m256;
+
+    #[inline(always)]
+    fn splat(self, v: f32) -> __m256 {
+        proven!(_mm256_set1_ps(v))
+    }
+    #[inline(always)]
+    fn splat_i(self, v: i32) -> __m256i {
+        proven!(_mm256_set1_epi32(v))
+    }
+    #[inline(always)]
+    fn load(self, src: &[f32]) -> __m256 {
+        let src = &src[..8];
+        // SAFETY: `src` has eight elements; the token proves AVX.
+        unsafe { _mm256_loadu_ps(src.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(self, v: __m256, dst: &mut [f32]) {
+        let dst = &mut dst[..8];
+        // SAFETY: `dst` has eight elements; the token proves AVX.
+        unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_add_ps(a, b))
+    }
+    #[inline(always)]
+    fn sub(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_sub_ps(a, b))
+    }
+    #[inline(always)]
+    fn mul(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_mul_ps(a, b))
+    }
+    #[inline(always)]
+    fn div(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_div_ps(a, b))
+    }
+    #[inline(always)]
+    fn fma(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        proven!(_mm256_fmadd_ps(a, b, c))
+    }
+    #[inline(always)]
+    fn lt(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn le(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_cmp_ps::<_CMP_LE_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn gt(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_cmp_ps::<_CMP_GT_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn ge(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_cmp_ps::<_CMP_GE_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn eq(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_cmp_ps::<_CMP_EQ_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn is_nan(self, a: __m256) -> __m256 {
+        proven!(_mm256_cmp_ps::<_CMP_UNORD_Q>(a, a))
+    }
+    #[inline(always)]
+    fn gt_i(self, a: __m256i, b: __m256i) -> __m256 {
+        proven!(_mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)))
+    }
+    #[inline(always)]
+    fn select(self, m: __m256, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_blendv_ps(b, a, m))
+    }
+    #[inline(always)]
+    fn mask_and(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_and_ps(a, b))
+    }
+    #[inline(always)]
+    fn mask_or(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_or_ps(a, b))
+    }
+    #[inline(always)]
+    fn any(self, m: __m256) -> bool {
+        proven!(_mm256_movemask_ps(m)) != 0
+    }
+    #[inline(always)]
+    fn all(self, m: __m256) -> bool {
+        proven!(_mm256_movemask_ps(m)) == 0xFF
+    }
+    #[inline(always)]
+    fn and(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_and_ps(a, b))
+    }
+    #[inline(always)]
+    fn or(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_or_ps(a, b))
+    }
+    #[inline(always)]
+    fn xor(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_xor_ps(a, b))
+    }
+    #[inline(always)]
+    fn to_bits(self, a: __m256) -> __m256i {
+        proven!(_mm256_castps_si256(a))
+    }
+    #[inline(always)]
+    fn from_bits(self, a: __m256i) -> __m256 {
+        proven!(_mm256_castsi256_ps(a))
+    }
+    #[inline(always)]
+    fn add_i(self, a: __m256i, b: __m256i) -> __m256i {
+        proven!(_mm256_add_epi32(a, b))
+    }
+    #[inline(always)]
+    fn sub_i(self, a: __m256i, b: __m256i) -> __m256i {
+        proven!(_mm256_sub_epi32(a, b))
+    }
+    #[inline(always)]
+    fn and_i(self, a: __m256i, b: __m256i) -> __m256i {
+        proven!(_mm256_and_si256(a, b))
+    }
+    #[inline(always)]
+    fn shl_i<const N: i32>(self, a: __m256i) -> __m256i {
+        proven!(_mm256_slli_epi32::<N>(a))
+    }
+    #[inline(always)]
+    fn sra_i<const N: i32>(self, a: __m256i) -> __m256i {
+        proven!(_mm256_srai_epi32::<N>(a))
+    }
+}
+
+impl Lanes for Avx512 {
+    const WIDTH: usize = 16;
+    type F = __m512;
+    type I = __m512i;
+    type M = __mmask16;
+
+    #[inline(always)]
+    fn splat(self, v: f32) -> __m512 {
+        proven!(_mm512_set1_ps(v))
+    }
+    #[inline(always)]
+    fn splat_i(self, v: i32) -> __m512i {
+        proven!(_mm512_set1_epi32(v))
+    }
+    #[inline(always)]
+    fn load(self, src: &[f32]) -> __m512 {
+        let src = &src[..16];
+        // SAFETY: `src` has sixteen elements; the token proves AVX-512F.
+        unsafe { _mm512_loadu_ps(src.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(self, v: __m512, dst: &mut [f32]) {
+        let dst = &mut dst[..16];
+        // SAFETY: `dst` has sixteen elements; the token proves AVX-512F.
+        unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_add_ps(a, b))
+    }
+    #[inline(always)]
+    fn sub(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_sub_ps(a, b))
+    }
+    #[inline(always)]
+    fn mul(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_mul_ps(a, b))
+    }
+    #[inline(always)]
+    fn div(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_div_ps(a, b))
+    }
+    #[inline(always)]
+    fn fma(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        proven!(_mm512_fmadd_ps(a, b, c))
+    }
+    #[inline(always)]
+    fn lt(self, a: __m512, b: __m512) -> __mmask16 {
+        proven!(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn le(self, a: __m512, b: __m512) -> __mmask16 {
+        proven!(_mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn gt(self, a: __m512, b: __m512) -> __mmask16 {
+        proven!(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn ge(self, a: __m512, b: __m512) -> __mmask16 {
+        proven!(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn eq(self, a: __m512, b: __m512) -> __mmask16 {
+        proven!(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b))
+    }
+    #[inline(always)]
+    fn is_nan(self, a: __m512) -> __mmask16 {
+        proven!(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a))
+    }
+    #[inline(always)]
+    fn gt_i(self, a: __m512i, b: __m512i) -> __mmask16 {
+        proven!(_mm512_cmpgt_epi32_mask(a, b))
+    }
+    #[inline(always)]
+    fn select(self, m: __mmask16, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_mask_blend_ps(m, b, a))
+    }
+    #[inline(always)]
+    fn mask_and(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        a & b
+    }
+    #[inline(always)]
+    fn mask_or(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        a | b
+    }
+    #[inline(always)]
+    fn any(self, m: __mmask16) -> bool {
+        m != 0
+    }
+    #[inline(always)]
+    fn all(self, m: __mmask16) -> bool {
+        m == 0xFFFF
+    }
+    // AVX-512F has no floating-point bitwise instructions (they are AVX-512DQ); the integer
+    // ones give the same bits.
+    #[inline(always)]
+    fn and(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_castsi512_ps(_mm512_and_epi32(
+            _mm512_castps_si512(a),
+            _mm512_castps_si512(b)
+        )))
+    }
+    #[inline(always)]
+    fn or(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_castsi512_ps(_mm512_or_epi32(
+            _mm512_castps_si512(a),
+            _mm512_castps_si512(b)
+        )))
+    }
+    #[inline(always)]
+    fn xor(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_castsi512_ps(_mm512_xor_epi32(
+            _mm512_castps_si512(a),
+            _mm512_castps_si512(b)
+        )))
+    }
+    #[inline(always)]
+    fn to_bits(self, a: __m512) -> __m512i {
+        proven!(_mm512_castps_si512(a))
+    }
+    #[inline(always)]
+    fn from_bits(self, a: __m512i) -> __m512 {
+        proven!(_mm512_castsi512_ps(a))
+    }
+    #[inline(always)]
+    fn add_i(self, a: __m512i, b: __m512i) -> __m512i {
+        proven!(_mm512_add_epi32(a, b))
+    }
+    #[inline(always)]
+    fn sub_i(self, a: __m512i, b: __m512i) -> __m512i {
+        proven!(_mm512_sub_epi32(a, b))
+    }
+    #[inline(always)]
+    fn and_i(self, a: __m512i, b: __m512i) -> __m512i {
+        proven!(_mm512_and_epi32(a, b))
+    }
+    #[inline(always)]
+    fn shl_i<const N: i32>(self, a: __m512i) -> __m512i {
+        proven!(_mm512_sll_epi32(a, _mm_cvtsi32_si128(N)))
+    }
+    #[inline(always)]
+    fn sra_i<const N: i32>(self, a: __m512i) -> __m512i {
+        proven!(_mm512_sra_epi32(a, _mm_cvtsi32_si128(N)))
+    }
+}
+
+/// Runs `op` with one-lane scalar code compiled with FMA enabled, so `f32::mul_add` is one
+/// instruction.
+///
+/// # Safety
+/// The CPU must have FMA.
+#[target_feature(enable = "fma")]
+pub(super) unsafe fn run_scalar_fma<O: WithLanes>(op: O) -> O::Output {
+    op.run(super::Scalar(()))
+}
+
+/// Runs `op` on 128-bit lanes with software fma (SSE2 is part of x86-64).
+pub(super) fn run_v128<O: WithLanes>(op: O) -> O::Output {
+    op.run(V128::<false>(()))
+}
+
+/// Runs `op` on 128-bit lanes with the FMA3 instruction.
+///
+/// # Safety
+/// The CPU must have FMA.
+#[target_feature(enable = "fma")]
+pub(super) unsafe fn run_v128_fma<O: WithLanes>(op: O) -> O::Output {
+    op.run(V128::<true>(()))
+}
+
+/// Runs `op` on 256-bit lanes.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn run_avx2<O: WithLanes>(op: O) -> O::Output {
+    op.run(Avx2(()))
+}
+
+/// Runs `op` on 512-bit lanes.
+///
+/// # Safety
+/// The CPU must have AVX-512F, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(super) unsafe fn run_avx512<O: WithLanes>(op: O) -> O::Output {
+    op.run(Avx512(()))
+}

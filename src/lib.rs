@@ -1,0 +1,33 @@
+//! Tensor activation operators in two modes.
+//!
+//! * **Exact** ([`Exact`]): every output bit is fixed by the crate's spec of the fp32
+//!   transcendentals. Scalar code, SSE2, AVX2 and AVX-512, one thread or many: the same bits.
+//! * **Fast** ([`Fast`]): fused multiply-adds, a degree-3 exp and a rational GELU.
+//!
+//! ```
+//! use activation_kernels::{exact, Func, Isa};
+//! let x = [-1.0f32, 0.0, 0.5, 3.0];
+//! let mut y = [0.0f32; 4];
+//! exact::map(Func::GeluErf, Isa::detect(), &x, &mut y).unwrap();
+//! assert_eq!(y[1], 0.0);
+//! assert_eq!(y[3].to_bits(), exact::gelu_erf(3.0).to_bits());
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+pub mod exact;
+pub mod fast;
+pub mod lanes;
+mod mode;
+pub mod ops;
+
+pub use error::Error;
+pub use lanes::Isa;
+pub use mode::{Exact, Fast, Mode};
+pub use ops::exp::taylor;
+pub use ops::func::Func;
+
+/// The README's examples, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,172 @@
+//! `erf` and `1 + erf` (spec, "erf(x), and 1 + erf(x) for the erf form of GELU").
+//!
+//! Below `|x| = 0.5` an odd minimax polynomial. Above, `erfc(|x|) = exp(-x^2) * t * G(t - 1)`
+//! with `t = 1/|x|` and `G` of degree 16, where `x^2` is carried exactly as `z + zLo` (a
+//! Dekker split) so `exp(-x^2)` loses nothing to the rounding of the square. `1 + erf(x)` for
+//! negative `x` is `erfc(|x|)` itself, with no cancellation. Bound: 3.0 ulp.
+
+use super::exp::exp;
+use super::{abs, horner, kernel_type, nan_where_nan, sign_bit};
+use crate::lanes::Lanes;
+use crate::mode::Mode;
+
+/// Below this `|x|` the polynomial branch runs.
+pub const ERF_SMALL: f32 = 0.5;
+/// The small-branch polynomial `P(z)`, highest first.
+pub const ERF_P: [f32; 6] = [
+    -0.000_769_285_3,
+    0.005_200_308_3,
+    -0.026_863_12,
+    0.112_837_74,
+    -0.376_126_38,
+    1.128_379_2,
+];
+/// The large-branch polynomial `G(s)`, degree 16, highest first.
+pub const ERF_G: [f32; 17] = [
+    -0.000_577_634_67,
+    0.001_789_338_3,
+    -0.000_100_740_16,
+    -0.004_373_198,
+    0.003_463_954_7,
+    0.001_502_372_4,
+    -0.000_941_308_8,
+    -0.001_889_181_3,
+    -0.000_258_673_8,
+    0.005_214_438_3,
+    -0.010_342_848_5,
+    0.015_788_378,
+    -0.018_338_649,
+    0.008_167_262,
+    0.035_529_688,
+    -0.154_371_6,
+    0.427_583_58,
+];
+/// Dekker's split factor `2^12 + 1`.
+pub const SPLIT: f32 = 4097.0;
+/// From this `|x|` on, the low part of `x^2` is dropped (`exp(-x^2)` is 0 there anyway).
+pub const ZLO_CUTOFF: f32 = 64.0;
+
+/// The small branch: `|x| * P(x^2)`, the magnitude of `erf(x)` for `|x| < 0.5`.
+#[inline(always)]
+fn erf_small<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+    let z = l.mul(ax, ax);
+    l.mul(ax, horner::<L, M, 6>(l, z, &ERF_P))
+}
+
+/// The large branch: `erfc(|x|)` for `|x| >= 0.5`.
+#[inline(always)]
+fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+    let one = l.splat(1.0);
+    let t = l.div(one, ax);
+    let s = l.sub(t, one);
+    let g = horner::<L, M, 17>(l, s, &ERF_G);
+    let z = l.mul(ax, ax);
+    let z_lo = if M::FAST {
+        // With a fused multiply-add the rounding error of the square is one instruction.
+        l.fma(ax, ax, l.sub(l.splat(0.0), z))
+    } else {
+        let split = l.mul(ax, l.splat(SPLIT));
+        let hi = l.sub(split, l.sub(split, ax));
+        let lo = l.sub(ax, hi);
+        let hh = l.sub(l.mul(hi, hi), z);
+        let cross = l.mul(l.splat(2.0), l.mul(hi, lo));
+        l.add(l.add(hh, cross), l.mul(lo, lo))
+    };
+    let z_lo = l.select(l.ge(ax, l.splat(ZLO_CUTOFF)), l.splat(0.0), z_lo);
+    let exp_neg_z = l.mul(exp::<L, M>(l, l.sub(l.splat(0.0), z)), l.sub(one, z_lo));
+    l.mul(exp_neg_z, l.mul(t, g))
+}
+
+/// Both branches where some lane needs each, `(small mask, |erf| small, erfc large)`; a branch
+/// no lane takes is skipped and its value is a placeholder the final select never picks.
+#[inline(always)]
+fn branches<L: Lanes, M: Mode>(l: L, ax: L::F) -> (L::M, L::F, L::F) {
+    let small = l.lt(ax, l.splat(ERF_SMALL));
+    if l.all(small) {
+        (small, erf_small::<L, M>(l, ax), ax)
+    } else if !l.any(small) {
+        (small, ax, erfc_large::<L, M>(l, ax))
+    } else {
+        (small, erf_small::<L, M>(l, ax), erfc_large::<L, M>(l, ax))
+    }
+}
+
+/// `erf(x)`; `erf(+-0) = +-0`, `erf(+-inf) = +-1`, canonical NaN for NaN.
+#[inline(always)]
+pub fn erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let ax = abs(l, x);
+    let (small, e_small, erfc) = branches::<L, M>(l, ax);
+    let one = l.splat(1.0);
+    let y = l.select(small, e_small, l.sub(one, erfc));
+    let y = l.select(l.eq(ax, l.splat(f32::INFINITY)), one, y);
+    let y = l.or(y, sign_bit(l, x));
+    nan_where_nan(l, x, y)
+}
+
+/// `1 + erf(x)`, without cancellation for negative `x`: `erfc(|x|)` there, `2 - erfc(|x|)` for
+/// positive `x`, `1 + erf(x)` in the small branch. `0` at `-inf`, `2` at `+inf`, canonical NaN
+/// for NaN.
+#[inline(always)]
+pub fn one_plus_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let ax = abs(l, x);
+    let (small, e_small, erfc) = branches::<L, M>(l, ax);
+    let one = l.splat(1.0);
+    let y_small = l.add(one, l.or(e_small, sign_bit(l, x)));
+    let y_large = l.select(l.lt(x, l.splat(0.0)), erfc, l.sub(l.splat(2.0), erfc));
+    let y = l.select(small, y_small, y_large);
+    nan_where_nan(l, x, y)
+}
+
+kernel_type!(
+    /// Kernel of [`erf`].
+    Erf => erf
+);
+kernel_type!(
+    /// Kernel of [`one_plus_erf`].
+    OnePlusErf => one_plus_erf
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_have_their_bit_patterns() {
+        assert_eq!(ERF_SMALL.to_bits(), 0x3F00_0000);
+        assert_eq!(SPLIT.to_bits(), 0x4580_0800);
+        assert_eq!(ZLO_CUTOFF.to_bits(), 0x4280_0000);
+        let p: Vec<u32> = ERF_P.iter().map(|c| c.to_bits()).collect();
+        assert_eq!(
+            p,
+            [
+                0xBA49_A9DD,
+                0x3BAA_6759,
+                0xBCDC_100C,
+                0x3DE7_1779,
+                0xBEC0_93A3,
+                0x3F90_6EBB
+            ]
+        );
+        let g: Vec<u32> = ERF_G.iter().map(|c| c.to_bits()).collect();
+        let want: [u32; 17] = [
+            0xBA17_6C68,
+            0x3AEA_883B,
+            0xB8D3_4476,
+            0xBB8F_4D0B,
+            0x3B63_0384,
+            0x3AC4_EB41,
+            0xBA76_C22A,
+            0xBAF7_9E68,
+            0xB987_9E9C,
+            0x3BAA_DDE1,
+            0xBC29_750D,
+            0x3C81_56A1,
+            0xBC96_3AEF,
+            0x3C05_CFFB,
+            0x3D11_8794,
+            0xBE1E_1397,
+            0x3EDA_EC3C,
+        ];
+        assert_eq!(g, want);
+    }
+}

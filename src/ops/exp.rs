@@ -1,0 +1,159 @@
+//! `exp`, `exp_nonpositive` (softmax and attention) and the fast `FastMath::exp`.
+//!
+//! Exact algorithm (spec, "exp(x)"): `n = round(x * log2 e)` by the magic-number trick,
+//! Cody-Waite reduction `r = (x - n*ln2_hi) - n*ln2_lo`, a degree-5 minimax `q`,
+//! `p = 1 + (r + r*r*q)`, and `2^n` applied as two exact power-of-two factors so that a
+//! subnormal result rounds once. Bound: 1.2 ulp.
+
+pub mod taylor;
+
+use super::{ROUND_MAGIC, horner, kernel_type, nan_where_nan, pow2i};
+use crate::lanes::Lanes;
+use crate::mode::Mode;
+
+/// `log2(e)` rounded to f32, `0x3FB8AA3B`.
+pub const LOG2E: f32 = 1.442_695_02;
+/// High part of `ln 2`, 14 significant bits so `n * LN2_HI` is exact for `|n| < 256`,
+/// `0x3F317200`.
+pub const LN2_HI: f32 = 0.693_145_751_953_125;
+/// Low part of `ln 2`, `0x35BFBE8E`.
+pub const LN2_LO: f32 = 1.428_606_8e-6;
+/// The coefficients of `q`, highest first (spec step 3).
+pub const EXP_Q: [f32; 5] = [
+    0.001_381_461_3,
+    0.008_368_71,
+    0.041_668_39,
+    0.166_665_21,
+    0.499_999_94,
+];
+/// Above this `exp` overflows to `+inf`: `0x42B17217`.
+pub const EXP_OVERFLOW: f32 = 88.722_831_726_074_22;
+/// Below this `exp` underflows to `+0`: `0xC2CFF1B4`.
+pub const EXP_UNDERFLOW: f32 = -103.972_076_416_015_62;
+/// Below this `exp_nonpositive` flushes to `+0` (its result would be subnormal):
+/// `0xC2AEAC4F`.
+pub const EXP_NONPOSITIVE_FLUSH: f32 = -87.336_54;
+
+/// The fast exp's clamp, low end (`0xC2AE999A`); below it the result is `+0`.
+pub const FAST_EXP_LOW: f32 = -87.3;
+/// The fast exp's clamp, high end (`0x42B0999A`); above it the result is `exp(88.3)`.
+pub const FAST_EXP_HIGH: f32 = 88.3;
+/// The degree-3 coefficients of the fast exp, highest first.
+pub const FAST_EXP_Q: [f32; 4] = [0.008_312_525, 0.041_890_115, 0.166_671_14, 0.499_992_3];
+
+/// Spec steps 1 to 3: `(p, n)` with `exp(x) ~ p * 2^n`. In fast mode every multiply-add fuses.
+#[inline(always)]
+fn reduce<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::I) {
+    let magic = l.splat(ROUND_MAGIC);
+    let t = M::madd(l, x, l.splat(LOG2E), magic);
+    let n = l.sub(t, magic);
+    let n_int = l.sub_i(l.to_bits(t), l.to_bits(magic));
+    // (x - n*ln2_hi) - n*ln2_lo: n*(-c) + x is x - n*c, bit for bit.
+    let r = M::madd(l, n, l.splat(-LN2_HI), x);
+    let r = M::madd(l, n, l.splat(-LN2_LO), r);
+    let q = horner::<L, M, 5>(l, r, &EXP_Q);
+    let p = l.add(l.splat(1.0), M::madd(l, l.mul(r, r), q, r));
+    (p, n_int)
+}
+
+/// `exp(x)`, the spec's algorithm (fused multiply-adds in fast mode). `+inf` above
+/// [`EXP_OVERFLOW`], `+0` below [`EXP_UNDERFLOW`], canonical NaN for NaN.
+#[inline(always)]
+pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let (p, n) = reduce::<L, M>(l, x);
+    let a = l.sra_i::<1>(n);
+    let b = l.sub_i(n, a);
+    let y = l.mul(l.mul(p, pow2i(l, a)), pow2i(l, b));
+    let y = l.select(l.gt(x, l.splat(EXP_OVERFLOW)), l.splat(f32::INFINITY), y);
+    let y = l.select(l.lt(x, l.splat(EXP_UNDERFLOW)), l.splat(0.0), y);
+    nan_where_nan(l, x, y)
+}
+
+/// `exp(x)` for `x <= 0`, as softmax and attention use it: one `2^n` scale, `+0` below
+/// [`EXP_NONPOSITIVE_FLUSH`] (no subnormal results), canonical NaN for NaN. On
+/// `[EXP_NONPOSITIVE_FLUSH, 0]` it equals [`exp`] bit for bit.
+///
+/// For `x > 0` (outside the spec) the crate's choice: the same single-scale formula, which is
+/// [`exp`] to within its bound while `2^n` is finite, and `+inf` from the first `x` whose `n`
+/// reaches 128 (about 88.38) on.
+#[inline(always)]
+pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let (p, n) = reduce::<L, M>(l, x);
+    let y = l.mul(p, pow2i(l, n));
+    let y = l.select(l.gt_i(n, l.splat_i(127)), l.splat(f32::INFINITY), y);
+    let y = l.select(l.lt(x, l.splat(EXP_NONPOSITIVE_FLUSH)), l.splat(0.0), y);
+    nan_where_nan(l, x, y)
+}
+
+/// The spec's `FastMath::exp`: `x` clamped to `[-87.3, 88.3]`, fused reduction, the degree-3
+/// `q`, one `2^n` scale; `+0` below `-87.3`, `exp(88.3)` (finite) above `88.3`, canonical NaN
+/// for NaN. About 2.3 ulp. Always fused, whatever the mode.
+#[inline(always)]
+pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
+    let lo = l.splat(FAST_EXP_LOW);
+    let hi = l.splat(FAST_EXP_HIGH);
+    let below = l.lt(x, lo);
+    let xc = l.select(below, lo, l.select(l.gt(x, hi), hi, x));
+    let magic = l.splat(ROUND_MAGIC);
+    let t = l.fma(xc, l.splat(LOG2E), magic);
+    let n = l.sub(t, magic);
+    let n_int = l.sub_i(l.to_bits(t), l.to_bits(magic));
+    let r = l.fma(n, l.splat(-LN2_HI), xc);
+    let r = l.fma(n, l.splat(-LN2_LO), r);
+    let q = horner::<L, crate::Fast, 4>(l, r, &FAST_EXP_Q);
+    let p = l.add(l.splat(1.0), l.fma(l.mul(r, r), q, r));
+    let y = l.mul(p, pow2i(l, n_int));
+    let y = l.select(below, l.splat(0.0), y);
+    nan_where_nan(l, x, y)
+}
+
+kernel_type!(
+    /// Kernel of [`exp`].
+    Exp => exp
+);
+kernel_type!(
+    /// Kernel of [`exp_nonpositive`].
+    ExpNonPositive => exp_nonpositive
+);
+/// Kernel of [`fast_exp`] (always fused).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FastExp;
+
+impl super::Kernel for FastExp {
+    const USES_FMA: bool = true;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        fast_exp(l, x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_have_their_bit_patterns() {
+        assert_eq!(LOG2E.to_bits(), 0x3FB8_AA3B);
+        assert_eq!(LN2_HI.to_bits(), 0x3F31_7200);
+        assert_eq!(LN2_LO.to_bits(), 0x35BF_BE8E);
+        assert_eq!(ROUND_MAGIC.to_bits(), 0x4B40_0000);
+        assert_eq!(EXP_OVERFLOW.to_bits(), 0x42B1_7217);
+        assert_eq!(EXP_UNDERFLOW.to_bits(), 0xC2CF_F1B4);
+        assert_eq!(EXP_NONPOSITIVE_FLUSH.to_bits(), 0xC2AE_AC4F);
+        assert_eq!(FAST_EXP_LOW.to_bits(), 0xC2AE_999A);
+        assert_eq!(FAST_EXP_HIGH.to_bits(), 0x42B0_999A);
+        let q: Vec<u32> = EXP_Q.iter().map(|c| c.to_bits()).collect();
+        assert_eq!(
+            q,
+            [
+                0x3AB5_1226,
+                0x3C09_1CEA,
+                0x3D2A_AC79,
+                0x3E2A_AA49,
+                0x3EFF_FFFE
+            ]
+        );
+        let f: Vec<u32> = FAST_EXP_Q.iter().map(|c| c.to_bits()).collect();
+        assert_eq!(f, [0x3C08_3142, 0x3D2B_94F8, 0x3E2A_ABD7, 0x3EFF_FEFE]);
+    }
+}

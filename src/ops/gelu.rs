@@ -1,0 +1,145 @@
+//! GELU, `x * Phi(x)`, in its erf form and its tanh form (spec, "GELU"), plus the rational
+//! erf form fast mode uses (spec, "Fast-mode erf GELU").
+
+use super::erf::one_plus_erf;
+use super::sigmoid::sigmoid;
+use super::{horner, kernel_type, nan_where_nan};
+use crate::lanes::Lanes;
+use crate::mode::{Fast, Mode};
+
+/// `1/sqrt(2)` in fp32.
+pub const FRAC_1_SQRT_2: f32 = 0.707_106_77;
+/// `sqrt(2/pi)` in fp32.
+pub const SQRT_2_OVER_PI: f32 = 0.797_884_56;
+/// The cubic coefficient of the tanh form.
+pub const GELU_TANH_CUBIC: f32 = 0.044_715;
+
+/// The special values both forms share: `-0` at `-inf`, `+inf` at `+inf`, canonical NaN.
+#[inline(always)]
+fn gelu_specials<L: Lanes>(l: L, x: L::F, y: L::F) -> L::F {
+    let y = l.select(l.eq(x, l.splat(f32::NEG_INFINITY)), l.splat(-0.0), y);
+    let y = l.select(l.eq(x, l.splat(f32::INFINITY)), l.splat(f32::INFINITY), y);
+    nan_where_nan(l, x, y)
+}
+
+/// The accurate erf form: `(0.5*x) * (1 + erf(x/sqrt 2))`, with `1 + erf` from
+/// [`one_plus_erf`] (no cancellation for negative `x`). Exact in exact mode; in fast mode the
+/// same algorithm with fused multiply-adds (the fast *operator* is [`gelu_erf_rational`]).
+#[inline(always)]
+pub fn gelu_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let y = l.mul(x, l.splat(FRAC_1_SQRT_2));
+    let g = l.mul(l.mul(l.splat(0.5), x), one_plus_erf::<L, M>(l, y));
+    gelu_specials(l, x, g)
+}
+
+/// The tanh form: `u = sqrt(2/pi) * (x + 0.044715*x^3)`, `x * sigmoid(2u)`, which is
+/// `0.5x(1 + tanh u)` through `1 + tanh u = 2 sigmoid(2u)`.
+#[inline(always)]
+pub fn gelu_tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let cube = l.mul(l.mul(x, x), x);
+    let inner = M::madd(l, l.splat(GELU_TANH_CUBIC), cube, x);
+    let u = l.mul(l.splat(SQRT_2_OVER_PI), inner);
+    let g = l.mul(x, sigmoid::<L, M>(l, l.add(u, u)));
+    gelu_specials(l, x, g)
+}
+
+/// The rational GELU clamps `|x|` here; below `-GELU_CLAMP` the result is `-0`.
+pub const GELU_CLAMP: f32 = 5.6;
+/// `P(z)` of the rational erf, highest first. From `tools/gelu_rational/fit.py` (rational
+/// Remez, minimax absolute error of `c P(c^2)/Q(c^2)` against `erf(c/sqrt 2)` on `[0, 5.6]`):
+/// 1.85e-8 as fitted, 5.1e-8 with the coefficients rounded to f32, 3.2e-7 evaluated in f32 with
+/// fused Horner steps. Bits: `333E3A0E 37554A48 39B64BDC 3C1A3F62 3D8CCE04 3F4C4228`.
+pub const GELU_P: [f32; 6] = [
+    4.429_062_3e-8,
+    1.271_308_4e-5,
+    0.000_347_702_65,
+    0.009_414_526,
+    0.068_752_32,
+    0.797_884_46,
+];
+/// `Q(z)` of the rational erf, highest first, `Q(0) = 1`, positive on `[0, 31.36]`. Same fit.
+/// Bits: `359E67CD 389D8029 3AFABD02 3CED13D4 3E817374 3F800000`.
+pub const GELU_Q: [f32; 6] = [
+    1.180_212_7e-6,
+    7.510_215e-5,
+    0.001_912_981_5,
+    0.028_940_119,
+    0.252_833_96,
+    1.0,
+];
+
+/// The fast erf GELU (spec, "Fast-mode erf GELU"): `c = min(|x|, 5.6)`, `z = c*c`,
+/// `erf = copysign(c * P(z) / Q(z), x)` with fused Horner steps, `(0.5*x) * (1 + erf)`;
+/// `-0` below `-5.6` and at `-inf`, `+inf` at `+inf`, canonical NaN for NaN. Against the
+/// accurate kernel: absolute error <= 9.5e-7, and <= 2.4e-7 relative to `max(1, |x|)`.
+#[inline(always)]
+pub fn gelu_erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
+    let ax = super::abs(l, x);
+    let clamp = l.splat(GELU_CLAMP);
+    let c = l.select(l.gt(ax, clamp), clamp, ax);
+    let z = l.mul(c, c);
+    let p = horner::<L, Fast, 6>(l, z, &GELU_P);
+    let q = horner::<L, Fast, 6>(l, z, &GELU_Q);
+    let erf = l.or(l.div(l.mul(c, p), q), super::sign_bit(l, x));
+    let g = l.mul(l.mul(l.splat(0.5), x), l.add(l.splat(1.0), erf));
+    let g = l.select(l.lt(x, l.splat(-GELU_CLAMP)), l.splat(-0.0), g);
+    gelu_specials(l, x, g)
+}
+
+/// Kernel of [`gelu_erf_rational`] (always fused).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GeluRational;
+
+impl super::Kernel for GeluRational {
+    const USES_FMA: bool = true;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        gelu_erf_rational(l, x)
+    }
+}
+
+kernel_type!(
+    /// Kernel of [`gelu_erf`].
+    GeluErf => gelu_erf
+);
+kernel_type!(
+    /// Kernel of [`gelu_tanh`].
+    GeluTanh => gelu_tanh
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_have_their_bit_patterns() {
+        assert_eq!(FRAC_1_SQRT_2.to_bits(), 0x3F35_04F3);
+        assert_eq!(SQRT_2_OVER_PI.to_bits(), 0x3F4C_422A);
+        assert_eq!(GELU_TANH_CUBIC.to_bits(), 0x3D37_2713);
+        assert_eq!(GELU_CLAMP.to_bits(), 0x40B3_3333);
+        let p: Vec<u32> = GELU_P.iter().map(|c| c.to_bits()).collect();
+        assert_eq!(
+            p,
+            [
+                0x333E_3A0E,
+                0x3755_4A48,
+                0x39B6_4BDC,
+                0x3C1A_3F62,
+                0x3D8C_CE04,
+                0x3F4C_4228
+            ]
+        );
+        let q: Vec<u32> = GELU_Q.iter().map(|c| c.to_bits()).collect();
+        assert_eq!(
+            q,
+            [
+                0x359E_67CD,
+                0x389D_8029,
+                0x3AFA_BD02,
+                0x3CED_13D4,
+                0x3E81_7374,
+                0x3F80_0000
+            ]
+        );
+    }
+}

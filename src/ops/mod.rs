@@ -1,0 +1,91 @@
+//! The operators: one file each, its exact algorithm as the spec writes it, its fast form, both
+//! written once over the lane type. Plus the slice driver ([`map`]) and the shared helpers here.
+//!
+//! Every function here is `#[inline(always)]` and generic over `L: Lanes` and `M: Mode`; the
+//! mode decides only what [`Mode::madd`] does (and, for exp and the erf GELU, which algorithm
+//! runs). In exact mode each expression is evaluated as the spec writes it, one rounding per
+//! operator, special values selected at the end.
+//!
+//! Constants are written as the spec writes them (more digits than an f32 holds, values near
+//! named constants); a test in each file pins their bit patterns.
+#![allow(clippy::excessive_precision, clippy::approx_constant)]
+
+pub mod erf;
+pub mod exp;
+pub mod func;
+pub mod gelu;
+pub mod log;
+pub mod map;
+pub mod sigmoid;
+pub mod silu;
+pub mod tanh;
+
+use crate::lanes::Lanes;
+use crate::mode::Mode;
+
+/// An element-wise function over one register of lanes, passed to the drivers as a type so
+/// that it inlines into the instruction set's trampoline.
+pub trait Kernel: Send + Sync + 'static {
+    /// Whether the kernel calls [`Lanes::fma`].
+    const USES_FMA: bool;
+    /// The function, lane by lane.
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F;
+}
+
+/// Declares a zero-sized kernel type for an `fn<L, M>(l, x)` operator.
+macro_rules! kernel_type {
+    ($(#[$doc:meta])* $name:ident => $func:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name<M>(core::marker::PhantomData<M>);
+        impl<M: $crate::mode::Mode> $crate::ops::Kernel for $name<M> {
+            const USES_FMA: bool = M::FAST;
+            #[inline(always)]
+            fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
+                $func::<L, M>(l, x)
+            }
+        }
+    };
+}
+pub(crate) use kernel_type;
+
+/// The canonical quiet NaN, `0x7FC00000`: every NaN result of the crate.
+pub const CANONICAL_NAN: f32 = f32::from_bits(0x7FC0_0000);
+
+/// `1.5 * 2^23`: adding and subtracting it rounds to the nearest integer (ties to even).
+pub const ROUND_MAGIC: f32 = 12_582_912.0;
+
+/// `|x|`: clears the sign bit.
+#[inline(always)]
+pub fn abs<L: Lanes>(l: L, x: L::F) -> L::F {
+    l.and(x, l.splat(f32::from_bits(0x7FFF_FFFF)))
+}
+
+/// The sign bit of `x` alone (`+0` or `-0`).
+#[inline(always)]
+pub fn sign_bit<L: Lanes>(l: L, x: L::F) -> L::F {
+    l.and(x, l.splat(-0.0))
+}
+
+/// `r`, with the canonical NaN in every lane where `x` is NaN.
+#[inline(always)]
+pub fn nan_where_nan<L: Lanes>(l: L, x: L::F, r: L::F) -> L::F {
+    l.select(l.is_nan(x), l.splat(CANONICAL_NAN), r)
+}
+
+/// Horner's rule from the highest coefficient down: `acc = c[0]`, then `acc = acc*x + c[k]`
+/// (the spec's `c + acc*x`), each step through [`Mode::madd`].
+#[inline(always)]
+pub fn horner<L: Lanes, M: Mode, const N: usize>(l: L, x: L::F, coeffs: &[f32; N]) -> L::F {
+    let mut acc = l.splat(coeffs[0]);
+    for &c in &coeffs[1..] {
+        acc = M::madd(l, acc, x, l.splat(c));
+    }
+    acc
+}
+
+/// `float(bits((k + 127) << 23))`: the power of two `2^k` for `-126 <= k <= 127`.
+#[inline(always)]
+pub fn pow2i<L: Lanes>(l: L, k: L::I) -> L::F {
+    l.from_bits(l.shl_i::<23>(l.add_i(k, l.splat_i(127))))
+}

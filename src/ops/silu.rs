@@ -1,0 +1,21 @@
+//! `silu(x) = x * sigmoid(x)`, defined by the crate: the spec's sigmoid, then one product
+//! rounding. (The spec has no SiLU of its own.)
+
+use super::kernel_type;
+use super::sigmoid::sigmoid;
+use crate::lanes::Lanes;
+use crate::mode::Mode;
+
+/// `x * sigmoid(x)`, the product rounded once. `silu(+inf) = +inf`; `silu(-inf) = -0`, the
+/// limit (the bare product `-inf * +0` would be NaN); canonical NaN for NaN.
+#[inline(always)]
+pub fn silu<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let y = l.mul(x, sigmoid::<L, M>(l, x));
+    let y = l.select(l.eq(x, l.splat(f32::NEG_INFINITY)), l.splat(-0.0), y);
+    super::nan_where_nan(l, x, y)
+}
+
+kernel_type!(
+    /// Kernel of [`silu`].
+    Silu => silu
+);

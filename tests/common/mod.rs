@@ -1,0 +1,174 @@
+//! Helpers shared by the integration tests: the golden vectors, the digest inputs, ulp errors
+//! and the special values.
+#![allow(dead_code, clippy::approx_constant)]
+
+use activation_kernels::Func;
+use sha2::{Digest, Sha256};
+
+/// The `(input, output)` bit pairs of `tests/data/<name>.txt`.
+pub fn vectors(name: &str) -> Vec<(u32, u32)> {
+    let path = format!("{}/tests/data/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            let a = u32::from_str_radix(it.next().unwrap(), 16).unwrap();
+            let b = u32::from_str_radix(it.next().unwrap(), 16).unwrap();
+            (a, b)
+        })
+        .collect()
+}
+
+/// The digests of `tests/data/DIGESTS.txt`, by function name.
+pub fn digests() -> Vec<(String, String)> {
+    let path = format!("{}/tests/data/DIGESTS.txt", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f[1], "4099");
+            (f[0].to_string(), f[3].to_string())
+        })
+        .collect()
+}
+
+/// Every 4099th bit pattern, `0, 4099, ...` below `2^32`, as floats.
+pub fn digest_inputs() -> Vec<f32> {
+    (0..=u32::MAX / 4099)
+        .map(|k| f32::from_bits(k * 4099))
+        .collect()
+}
+
+/// SHA-256 (hex) of the little-endian bytes of `v`.
+pub fn sha256_hex(v: &[f32]) -> String {
+    let mut h = Sha256::new();
+    for x in v {
+        h.update(x.to_le_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The special values: signed zeros, infinities, NaNs with payloads and both signs,
+/// subnormals, FLT_MIN, FLT_MAX, and every threshold of the spec with its neighbours.
+pub fn special_values() -> Vec<f32> {
+    let mut bits: Vec<u32> = vec![
+        0x0000_0000,
+        0x8000_0000,
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7FC0_0000,
+        0xFFC0_0000,
+        0x7F80_0001,
+        0xFF80_0001,
+        0x7FA5_A5A5,
+        0xFFFF_FFFF,
+        0x7FBF_FFFF,
+        0x0000_0001,
+        0x8000_0001,
+        0x0000_0002,
+        0x007F_FFFF,
+        0x807F_FFFF,
+        0x0040_0000,
+        0x0080_0000,
+        0x8080_0000,
+        0x7F7F_FFFF,
+        0xFF7F_FFFF,
+        0x3F80_0000,
+        0xBF80_0000,
+    ];
+    let thresholds: [f32; 19] = [
+        88.722_83,
+        -103.972_08,
+        -87.336_54,
+        -87.3,
+        88.3,
+        88.376_26,
+        0.6,
+        -0.6,
+        0.5,
+        -0.5,
+        64.0,
+        -64.0,
+        5.6,
+        -5.6,
+        1.175_494_4e-38,
+        0.707_106_77,
+        1.414_213_5,
+        2.0,
+        -2.0,
+    ];
+    for t in thresholds {
+        let b = t.to_bits();
+        for d in -3i32..=3 {
+            bits.push(b.wrapping_add_signed(d));
+        }
+    }
+    bits.into_iter().map(f32::from_bits).collect()
+}
+
+/// Every `step`-th float of `[lo, hi]` in increasing order (by the ordered bit pattern).
+pub fn float_range(lo: f32, hi: f32, step: usize) -> Vec<f32> {
+    let (a, b) = (ordered(lo), ordered(hi));
+    (a..=b).step_by(step).map(unordered).collect()
+}
+
+fn ordered(x: f32) -> i64 {
+    let b = x.to_bits() as i32;
+    if b < 0 {
+        -((b & 0x7FFF_FFFF) as i64)
+    } else {
+        b as i64
+    }
+}
+
+fn unordered(k: i64) -> f32 {
+    if k < 0 {
+        f32::from_bits(0x8000_0000 | (-k) as u32)
+    } else {
+        f32::from_bits(k as u32)
+    }
+}
+
+/// The fp32 spacing (ulp) at `y`, a value in f64: the gap between the two floats around the
+/// correctly rounded `y` (the smallest subnormal near 0).
+pub fn spacing(y: f64) -> f64 {
+    let r = (y as f32).abs();
+    if !r.is_finite() {
+        return f64::from(f32::MAX) - f64::from(f32::from_bits(0x7F7F_FFFE));
+    }
+    let next = f32::from_bits(r.to_bits() + 1);
+    if next.is_finite() {
+        f64::from(next) - f64::from(r)
+    } else {
+        f64::from(r) - f64::from(f32::from_bits(r.to_bits() - 1))
+    }
+}
+
+/// `|got - reference| / spacing`, 0 where `got` equals the correctly rounded reference.
+pub fn ulp_error(got: f32, reference: f64) -> f64 {
+    if got.is_nan() && reference.is_nan() {
+        return 0.0;
+    }
+    if got == reference as f32 {
+        return 0.0;
+    }
+    if got.is_infinite() || reference.is_infinite() {
+        return f64::INFINITY;
+    }
+    (f64::from(got) - reference).abs() / spacing(reference)
+}
+
+/// Runs `f` for every available instruction set.
+pub fn for_each_isa(mut f: impl FnMut(activation_kernels::Isa)) {
+    for isa in activation_kernels::Isa::available() {
+        f(isa);
+    }
+}
+
+/// The functions with golden vectors and digests for the exact kernels.
+pub fn golden_funcs() -> Vec<Func> {
+    Func::ALL.into_iter().filter(|f| *f != Func::Silu).collect()
+}
