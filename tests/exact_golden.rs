@@ -6,8 +6,6 @@ mod common;
 use activation_kernels::{Func, Isa, exact};
 use common::*;
 
-type ScalarFn = fn(f32) -> f32;
-
 #[test]
 fn every_function_matches_every_golden_pair_on_every_isa() {
     for func in golden_funcs() {

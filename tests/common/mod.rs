@@ -172,3 +172,44 @@ pub fn for_each_isa(mut f: impl FnMut(activation_kernels::Isa)) {
 pub fn golden_funcs() -> Vec<Func> {
     Func::ALL.into_iter().filter(|f| *f != Func::Silu).collect()
 }
+
+/// `exact::map` or `fast::map`.
+pub type MapFn =
+    fn(Func, activation_kernels::Isa, &[f32], &mut [f32]) -> Result<(), activation_kernels::Error>;
+/// `exact::map_in_place` or `fast::map_in_place`.
+pub type MapInPlaceFn =
+    fn(Func, activation_kernels::Isa, &mut [f32]) -> Result<(), activation_kernels::Error>;
+
+/// Both modes by name, with their slice drivers.
+pub fn modes() -> [(&'static str, MapFn, MapInPlaceFn); 2] {
+    use activation_kernels::{exact, fast};
+    [
+        (
+            "exact",
+            exact::map as MapFn,
+            exact::map_in_place as MapInPlaceFn,
+        ),
+        (
+            "fast",
+            fast::map as MapFn,
+            fast::map_in_place as MapInPlaceFn,
+        ),
+    ]
+}
+
+/// The first index where two outputs differ in bits, described.
+pub fn first_difference(x: &[f32], a: &[f32], b: &[f32]) -> Option<String> {
+    (0..a.len())
+        .find(|&i| a[i].to_bits() != b[i].to_bits())
+        .map(|i| {
+            format!(
+                "x[{i}]={:08x}: {:08x} vs {:08x}",
+                x[i].to_bits(),
+                a[i].to_bits(),
+                b[i].to_bits()
+            )
+        })
+}
+
+/// A single-value kernel such as `exact::exp`.
+pub type ScalarFn = fn(f32) -> f32;
