@@ -20,12 +20,14 @@ pub mod fast;
 pub mod lanes;
 mod mode;
 pub mod ops;
+pub mod session;
 
 pub use error::Error;
 pub use lanes::Isa;
 pub use mode::{Exact, Fast, Mode};
 pub use ops::exp::taylor;
 pub use ops::func::Func;
+pub use session::{Element, Session};
 
 /// The README's examples, run as doc tests.
 #[cfg(doctest)]

@@ -1,0 +1,91 @@
+//! Per function, instruction set and mode: out of place, one thread, at 4,096, 1,048,576 and
+//! 16,777,216 elements, beside a loop over std's `f32` function (where std has one) and the
+//! streaming loop `y[i] = a * x[i]` in the same group. Throughput is in elements, so criterion's
+//! "thrpt" is elements per second; ns per element is its inverse.
+//!
+//! ```text
+//! cargo bench --bench kernels                    # everything (long)
+//! cargo bench --bench kernels -- 'gelu_erf/1048576'
+//! ```
+
+use activation_kernels::{Func, Isa, exact, fast};
+use criterion::{BenchmarkId, Criterion, Throughput, black_box, criterion_group, criterion_main};
+
+const SIZES: [usize; 3] = [4_096, 1 << 20, 1 << 24];
+
+fn inputs(func: Func, n: usize) -> Vec<f32> {
+    // A deterministic spread over the range that matters for each function.
+    let (lo, hi) = match func {
+        Func::Log => (1e-3, 16.0),
+        Func::ExpNonPositive => (-16.0, 0.0),
+        _ => (-8.0, 8.0),
+    };
+    (0..n)
+        .map(|i| lo + (hi - lo) * ((i as u64 * 2_654_435_761 % n as u64) as f32 / n as f32))
+        .collect()
+}
+
+fn std_fn(func: Func) -> Option<fn(f32) -> f32> {
+    match func {
+        Func::Exp | Func::ExpNonPositive => Some(f32::exp),
+        Func::Log => Some(f32::ln),
+        Func::Tanh => Some(f32::tanh),
+        Func::Sigmoid => Some(|x| 1.0 / (1.0 + (-x).exp())),
+        _ => None,
+    }
+}
+
+fn bench_kernels(c: &mut Criterion) {
+    let isas = Isa::available();
+    let best = Isa::detect();
+    for func in Func::ALL {
+        for n in SIZES {
+            let x = inputs(func, n);
+            let mut y = vec![0f32; n];
+            let mut g = c.benchmark_group(format!("{}/{n}", func.name()));
+            g.throughput(Throughput::Elements(n as u64));
+            if n >= 1 << 24 {
+                g.sample_size(10);
+            }
+            for &isa in &isas {
+                // The full ISA matrix at 1M; the other sizes on the best ISA only.
+                if n != 1 << 20 && isa != best {
+                    continue;
+                }
+                g.bench_function(BenchmarkId::new("exact", isa), |b| {
+                    b.iter(|| exact::map(func, isa, black_box(&x), &mut y).unwrap())
+                });
+                g.bench_function(BenchmarkId::new("fast", isa), |b| {
+                    b.iter(|| fast::map(func, isa, black_box(&x), &mut y).unwrap())
+                });
+            }
+            if let Some(f) = std_fn(func) {
+                g.bench_function("std-loop", |b| {
+                    b.iter(|| {
+                        for (y, x) in y.iter_mut().zip(black_box(&x)) {
+                            *y = f(*x);
+                        }
+                    })
+                });
+            }
+            g.bench_function("stream", |b| {
+                let a = black_box(1.000_001f32);
+                b.iter(|| {
+                    for (y, x) in y.iter_mut().zip(black_box(&x)) {
+                        *y = a * *x;
+                    }
+                })
+            });
+            g.finish();
+        }
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(std::time::Duration::from_secs(1));
+    targets = bench_kernels
+}
+criterion_main!(benches);

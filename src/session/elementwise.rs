@@ -1,0 +1,92 @@
+//! The element-wise operators of a session, each in three forms: in place, `_into` a
+//! destination of the same shape, and `_owned` returning a new array.
+
+use ndarray::{Array, ArrayRef, Dimension};
+
+use super::{Element, Session};
+use crate::{Error, Func, Mode};
+
+/// `Err(ShapeMismatch)` unless `a` and `b` have the same shape.
+pub(crate) fn same_shape(what: &'static str, a: &[usize], b: &[usize]) -> Result<(), Error> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(Error::ShapeMismatch {
+            what,
+            expected: a.to_vec(),
+            found: b.to_vec(),
+        })
+    }
+}
+
+impl<M: Mode> Session<M> {
+    /// Applies `func` in place to an array or view of any layout and dimension.
+    pub fn apply<T: Element, D: Dimension>(&self, func: Func, a: &mut ArrayRef<T, D>) {
+        self.array_in_place(a, &|buf: &mut [f32]| self.kernel_in_place(func, buf));
+    }
+
+    /// `dst = func(src)`; [`Error::ShapeMismatch`] unless the shapes are equal.
+    pub fn apply_into<T: Element, D: Dimension>(
+        &self,
+        func: Func,
+        src: &ArrayRef<T, D>,
+        dst: &mut ArrayRef<T, D>,
+    ) -> Result<(), Error> {
+        same_shape("source and destination", src.shape(), dst.shape())?;
+        self.array_into(src, dst, &|buf: &mut [f32]| self.kernel_in_place(func, buf));
+        Ok(())
+    }
+
+    /// `func(src)` as a new array (in the memory order of `src` where it is contiguous).
+    pub fn apply_owned<T: Element, D: Dimension>(
+        &self,
+        func: Func,
+        src: &ArrayRef<T, D>,
+    ) -> Array<T, D> {
+        let mut out = src.to_owned();
+        self.apply(func, &mut out);
+        out
+    }
+}
+
+macro_rules! operators {
+    ($($func:ident, $into:ident, $owned:ident, $f:expr, $scalar:ident, $what:literal;)*) => {
+        impl<M: Mode> Session<M> {$(
+            #[doc = concat!("Applies ", $what, " in place, to an array or view of any layout.")]
+            ///
+            /// ```
+            /// use activation_kernels::{Session, exact};
+            /// let mut x = ndarray::array![[0.5f32, 1.5], [2.5, 3.5]];
+            #[doc = concat!("Session::exact().", stringify!($func), "(&mut x);")]
+            #[doc = concat!("assert_eq!(x[[1, 0]].to_bits(), exact::", stringify!($scalar), "(2.5).to_bits());")]
+            /// ```
+            pub fn $func<T: Element, D: Dimension>(&self, a: &mut ArrayRef<T, D>) {
+                self.apply($f, a)
+            }
+            #[doc = concat!("`dst = ", stringify!($func), "(src)`: ", $what, ". Shapes must match.")]
+            pub fn $into<T: Element, D: Dimension>(
+                &self,
+                src: &ArrayRef<T, D>,
+                dst: &mut ArrayRef<T, D>,
+            ) -> Result<(), Error> {
+                self.apply_into($f, src, dst)
+            }
+            #[doc = concat!(stringify!($func), "(src) as a new array: ", $what, ".")]
+            pub fn $owned<T: Element, D: Dimension>(&self, src: &ArrayRef<T, D>) -> Array<T, D> {
+                self.apply_owned($f, src)
+            }
+        )*}
+    };
+}
+
+operators! {
+    gelu, gelu_into, gelu_owned, Func::GeluErf, gelu_erf,
+        "GELU, erf form (exact: the spec's bits; fast: the rational form)";
+    gelu_tanh, gelu_tanh_into, gelu_tanh_owned, Func::GeluTanh, gelu_tanh, "GELU, tanh form";
+    sigmoid, sigmoid_into, sigmoid_owned, Func::Sigmoid, sigmoid, "the logistic sigmoid";
+    tanh, tanh_into, tanh_owned, Func::Tanh, tanh, "the hyperbolic tangent";
+    silu, silu_into, silu_owned, Func::Silu, silu, "SiLU, `x * sigmoid(x)`";
+    exp, exp_into, exp_owned, Func::Exp, exp, "`e^x` (fast: the degree-3 fast exp)";
+    log, log_into, log_owned, Func::Log, log, "the natural logarithm";
+    erf, erf_into, erf_owned, Func::Erf, erf, "the error function";
+}

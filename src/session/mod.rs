@@ -1,0 +1,189 @@
+//! [`Session`]: the mode, the instruction set, the threads and the policies, and the ndarray
+//! plumbing that brings tensors to the slice kernels.
+
+mod element;
+mod elementwise;
+mod gated;
+mod walk;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+pub use element::Element;
+
+use crate::{Error, Exact, Fast, Func, Isa, Mode, ops};
+
+/// Elements per parallel work item: fixed, never a function of the thread count.
+pub(crate) const PAR_CHUNK: usize = 1 << 16;
+/// Elements per conversion chunk for 16-bit types and strided views (fits in L1 as `f32`).
+pub(crate) const CONVERT_CHUNK: usize = 4096;
+/// The default number of elements below which work stays on the calling thread.
+pub const DEFAULT_PARALLEL_THRESHOLD: usize = 1 << 17;
+
+/// The entry point: a mode ([`Exact`] or [`Fast`], fixed at compile time), an instruction set,
+/// a thread policy. Cheap to clone and share (`Send + Sync`); its operators take any `ndarray`
+/// array or view.
+///
+/// ```
+/// use activation_kernels::Session;
+/// use ndarray::Array2;
+///
+/// let session = Session::exact();
+/// let mut hidden = Array2::from_shape_fn((4, 8), |(i, j)| i as f32 - j as f32 / 4.0);
+/// session.gelu(&mut hidden);
+/// assert_eq!(hidden[[0, 0]], 0.0);
+/// ```
+pub struct Session<M: Mode> {
+    isa: Isa,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    parallel_threshold: usize,
+    mode: PhantomData<M>,
+}
+
+impl<M: Mode> Clone for Session<M> {
+    fn clone(&self) -> Self {
+        Session {
+            isa: self.isa,
+            pool: self.pool.clone(),
+            parallel_threshold: self.parallel_threshold,
+            mode: PhantomData,
+        }
+    }
+}
+
+impl<M: Mode> fmt::Debug for Session<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("mode", &M::NAME)
+            .field("isa", &self.isa)
+            .field(
+                "threads",
+                &self.pool.as_ref().map(|p| p.current_num_threads()),
+            )
+            .field("parallel_threshold", &self.parallel_threshold)
+            .finish()
+    }
+}
+
+impl<M: Mode> Default for Session<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Session<Exact> {
+    /// An exact-mode session with the default options (see [`Session::new`]).
+    pub fn exact() -> Self {
+        Session::new()
+    }
+}
+
+impl Session<Fast> {
+    /// A fast-mode session with the default options (see [`Session::new`]).
+    pub fn fast() -> Self {
+        Session::new()
+    }
+}
+
+impl<M: Mode> Session<M> {
+    /// A session on the instruction set `ACTIVATION_KERNELS_ISA` forces, or else the widest
+    /// this CPU runs; running in the caller's rayon pool.
+    ///
+    /// If the environment variable names an unknown or unavailable instruction set, this falls
+    /// back to [`Isa::detect`]; [`Session::try_new`] reports it as an error instead.
+    pub fn new() -> Self {
+        Self::on(Isa::preferred().unwrap_or_else(|_| Isa::detect()))
+    }
+
+    /// Like [`Session::new`], but an unknown or unavailable `ACTIVATION_KERNELS_ISA` is an error.
+    pub fn try_new() -> Result<Self, Error> {
+        Ok(Self::on(Isa::preferred()?))
+    }
+
+    fn on(isa: Isa) -> Self {
+        Session {
+            isa,
+            pool: None,
+            parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
+            mode: PhantomData,
+        }
+    }
+
+    /// The same session on `isa`; [`Error::IsaUnavailable`] if this CPU lacks it.
+    pub fn with_isa(self, isa: Isa) -> Result<Self, Error> {
+        Ok(Session {
+            isa: isa.checked()?,
+            ..self
+        })
+    }
+
+    /// The same session with its own rayon pool of `threads` threads (by default a session runs
+    /// in the caller's current pool). Results never depend on the number of threads.
+    pub fn with_threads(self, threads: usize) -> Result<Self, Error> {
+        if threads == 0 {
+            return Err(Error::InvalidArgument(
+                "a session needs at least one thread".into(),
+            ));
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| Error::ThreadPool(e.to_string()))?;
+        Ok(Session {
+            pool: Some(Arc::new(pool)),
+            ..self
+        })
+    }
+
+    /// The same session with another parallel threshold: tensors with fewer elements run on
+    /// the calling thread.
+    pub fn with_parallel_threshold(self, elements: usize) -> Self {
+        Session {
+            parallel_threshold: elements,
+            ..self
+        }
+    }
+
+    /// The instruction set the session runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// The parallel threshold, in elements.
+    pub fn parallel_threshold(&self) -> usize {
+        self.parallel_threshold
+    }
+
+    /// The mode's name, `"exact"` or `"fast"`.
+    pub fn mode_name(&self) -> &'static str {
+        M::NAME
+    }
+
+    /// Runs `f` in the session's pool, or on the caller's pool if it has none.
+    pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
+
+    /// Whether work on `elements` elements should be split across threads.
+    pub(crate) fn parallel(&self, elements: usize) -> bool {
+        elements >= self.parallel_threshold
+    }
+
+    /// The slice kernel of `func` in place on `f32` data, on the session's instruction set.
+    pub(crate) fn kernel_in_place(&self, func: Func, data: &mut [f32]) {
+        let done = ops::map::map_slice_in_place::<M>(func, self.isa, data);
+        // The instruction set was checked when the session was built; CPUs do not lose
+        // features, so dispatch cannot fail here.
+        debug_assert!(done.is_ok(), "{done:?}");
+    }
+}
+
+fn _assert_send_sync() {
+    fn is<T: Send + Sync + Clone>() {}
+    is::<Session<Exact>>();
+    is::<Session<Fast>>();
+}
