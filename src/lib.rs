@@ -27,6 +27,7 @@ pub use lanes::Isa;
 pub use mode::{Exact, Fast, Mode};
 pub use ops::exp::taylor;
 pub use ops::func::Func;
+pub use ops::softmax::MaskedRow;
 pub use session::{Element, Session};
 
 /// The README's examples, run as doc tests.

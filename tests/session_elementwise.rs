@@ -110,8 +110,8 @@ fn layouts_for<M: Mode>(map: MapFn) {
             let mut a = base.clone();
             call(&s, func, &mut a.slice_mut(s![.., 1, ..]));
             assert_eq!(
-                bits(&a.slice(s![.., 0, ..])),
-                bits(&base.slice(s![.., 0, ..]))
+                bits(a.slice(s![.., 0, ..])),
+                bits(base.slice(s![.., 0, ..]))
             );
             // 0-d, empty, and every length 1..=40 (in place, into, owned).
             let mut z = ndarray::arr0(0.75f32);

@@ -16,8 +16,10 @@ pub mod func;
 pub mod gelu;
 pub mod log;
 pub mod map;
+pub mod reduce;
 pub mod sigmoid;
 pub mod silu;
+pub mod softmax;
 pub mod tanh;
 
 use crate::lanes::Lanes;

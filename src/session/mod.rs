@@ -4,6 +4,7 @@
 mod element;
 mod elementwise;
 mod gated;
+pub mod softmax;
 mod walk;
 
 use std::fmt;
@@ -11,6 +12,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 pub use element::Element;
+pub use softmax::Mask;
+
+use crate::ops::softmax::MaskedRow;
 
 use crate::{Error, Exact, Fast, Func, Isa, Mode, ops};
 
@@ -38,6 +42,7 @@ pub struct Session<M: Mode> {
     isa: Isa,
     pool: Option<Arc<rayon::ThreadPool>>,
     parallel_threshold: usize,
+    masked_row: MaskedRow,
     mode: PhantomData<M>,
 }
 
@@ -47,6 +52,7 @@ impl<M: Mode> Clone for Session<M> {
             isa: self.isa,
             pool: self.pool.clone(),
             parallel_threshold: self.parallel_threshold,
+            masked_row: self.masked_row,
             mode: PhantomData,
         }
     }
@@ -62,6 +68,7 @@ impl<M: Mode> fmt::Debug for Session<M> {
                 &self.pool.as_ref().map(|p| p.current_num_threads()),
             )
             .field("parallel_threshold", &self.parallel_threshold)
+            .field("masked_row", &self.masked_row)
             .finish()
     }
 }
@@ -106,6 +113,7 @@ impl<M: Mode> Session<M> {
             isa,
             pool: None,
             parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
+            masked_row: MaskedRow::Zero,
             mode: PhantomData,
         }
     }
