@@ -16,6 +16,7 @@ pub mod func;
 pub mod gelu;
 pub mod log;
 pub mod map;
+pub mod norm;
 pub mod reduce;
 pub mod sigmoid;
 pub mod silu;

@@ -71,16 +71,31 @@ pub fn tree(mut p: [f32; PARTIALS]) -> f32 {
 /// The canonical sum of `row`.
 #[inline(always)]
 pub fn canonical_sum<L: Lanes>(l: L, row: &[f32]) -> f32 {
+    canonical_sum_of(l, row, |v| v)
+}
+
+/// The canonical sum of `f(x_i)`; the padding of a short last block contributes `+0` whatever
+/// `f(0)` is.
+#[inline(always)]
+pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -> f32 {
+    let regs = PARTIALS / L::WIDTH;
     let mut sum = CanonicalSum::new(l);
     let mut blocks = row.chunks_exact(PARTIALS);
     for b in &mut blocks {
-        sum.add_block(l, b);
+        for r in 0..regs {
+            sum.add_register(l, r, f(l.load(&b[r * L::WIDTH..])));
+        }
     }
     let rest = blocks.remainder();
     if !rest.is_empty() {
         let mut pad = [0f32; PARTIALS];
         pad[..rest.len()].copy_from_slice(rest);
-        sum.add_block(l, &pad);
+        let mut vals = [0f32; PARTIALS];
+        for r in 0..regs {
+            l.store(f(l.load(&pad[r * L::WIDTH..])), &mut vals[r * L::WIDTH..]);
+        }
+        vals[rest.len()..].fill(0.0);
+        sum.add_block(l, &vals);
     }
     sum.finish(l)
 }

@@ -4,6 +4,7 @@
 mod element;
 mod elementwise;
 mod gated;
+mod norm;
 pub mod softmax;
 mod walk;
 
