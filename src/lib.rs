@@ -14,6 +14,8 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "capi")]
+pub mod capi;
 mod error;
 pub mod exact;
 pub mod fast;
