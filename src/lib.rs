@@ -14,6 +14,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod accuracy;
 #[cfg(feature = "capi")]
 pub mod capi;
 mod error;
