@@ -17,9 +17,11 @@
 pub mod accuracy;
 #[cfg(feature = "capi")]
 pub mod capi;
+pub mod epilogue;
 mod error;
 pub mod exact;
 pub mod fast;
+pub mod gemm;
 pub mod lanes;
 mod mode;
 pub mod ops;

@@ -1,0 +1,102 @@
+//! The GEMM at 1024 x 1024 x 1024 (C-order operands), one thread unless the id ends in `-2t`,
+//! beside matrixmultiply's sgemm in the same group. Throughput is `2 n^3` elements, so
+//! criterion's "thrpt" in elements per second is FLOP/s.
+//!
+//! * `exact-<isa>`, `fast-<isa>`: the product alone, on every instruction set but scalar.
+//! * `fast-bias-gelu`, `exact-bias-gelu`: with the fused `gelu(C + b)` epilogue (widest ISA).
+//! * `fast-bias-gelu-unfused`: the product, then the bias and the GELU as separate passes.
+//! * `matrixmultiply`: its `sgemm` (through `ndarray::linalg::general_mat_mul`, which calls
+//!   `matrixmultiply::sgemm` for `f32`: the same code, behind a safe interface).
+//! * `exact-<isa>-2t`, `fast-<isa>-2t`, `fast-bias-gelu-2t`: a session with two threads.
+//!
+//! ```text
+//! cargo bench --bench gemm -- --warm-up-time 1 --measurement-time 5
+//! ```
+
+use activation_kernels::epilogue::{Bias, Identity, TileEpilogue};
+use activation_kernels::{Exact, Fast, Func, Isa, Mode, Session};
+use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use ndarray::Array2;
+
+const N: usize = 1024;
+
+fn matrix(seed: u64) -> Array2<f32> {
+    Array2::from_shape_fn((N, N), |(i, j)| {
+        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    })
+}
+
+fn session<M: Mode>(isa: Isa, threads: usize) -> Session<M> {
+    Session::<M>::new()
+        .with_isa(isa)
+        .and_then(|s| s.with_threads(threads))
+        .expect("the instruction set was listed as available")
+}
+
+fn bench_gemm(c: &mut Criterion) {
+    let a = matrix(1);
+    let b = matrix(2);
+    let bias: Vec<f32> = (0..N).map(|j| j as f32 / N as f32 - 0.5).collect();
+    let mut out = Array2::<f32>::zeros((N, N));
+    let best = Isa::detect();
+
+    let mut g = c.benchmark_group(format!("gemm/{N}"));
+    g.throughput(Throughput::Elements(2 * (N as u64).pow(3)));
+    g.sample_size(10);
+
+    let mut product =
+        |g: &mut criterion::BenchmarkGroup<'_, _>, id: String, run: &dyn Fn(&mut Array2<f32>)| {
+            g.bench_function(id, |bench| bench.iter(|| run(black_box(&mut out))));
+        };
+
+    for isa in Isa::available() {
+        if isa == Isa::Scalar {
+            continue;
+        }
+        let exact = session::<Exact>(isa, 1);
+        let fast = session::<Fast>(isa, 1);
+        product(&mut g, format!("exact-{isa}"), &|c| {
+            exact.matmul(&a, &b, c, &Identity).unwrap()
+        });
+        product(&mut g, format!("fast-{isa}"), &|c| {
+            fast.matmul(&a, &b, c, &Identity).unwrap()
+        });
+    }
+
+    let fast = session::<Fast>(best, 1);
+    let exact = session::<Exact>(best, 1);
+    let fast_ep = fast.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
+    let exact_ep = exact.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
+    product(&mut g, "fast-bias-gelu".into(), &|c| {
+        fast.matmul(&a, &b, c, &fast_ep).unwrap()
+    });
+    product(&mut g, "exact-bias-gelu".into(), &|c| {
+        exact.matmul(&a, &b, c, &exact_ep).unwrap()
+    });
+    product(&mut g, "fast-bias-gelu-unfused".into(), &|c| {
+        fast.matmul(&a, &b, c, &Identity).unwrap();
+        Bias::per_column(&bias[..]).apply(c, 0, 0);
+        fast.gelu(c);
+    });
+    product(&mut g, "matrixmultiply".into(), &|c| {
+        ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, c)
+    });
+
+    let fast2 = session::<Fast>(best, 2).with_parallel_threshold(0);
+    let exact2 = session::<Exact>(best, 2).with_parallel_threshold(0);
+    let fast2_ep = fast2.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
+    product(&mut g, format!("exact-{best}-2t"), &|c| {
+        exact2.matmul(&a, &b, c, &Identity).unwrap()
+    });
+    product(&mut g, format!("fast-{best}-2t"), &|c| {
+        fast2.matmul(&a, &b, c, &Identity).unwrap()
+    });
+    product(&mut g, "fast-bias-gelu-2t".into(), &|c| {
+        fast2.matmul(&a, &b, c, &fast2_ep).unwrap()
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_gemm);
+criterion_main!(benches);

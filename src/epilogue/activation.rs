@@ -1,0 +1,205 @@
+//! [`Activation`] (an element-wise operator of the crate, in a mode) and the fused
+//! [`BiasActivation`].
+//!
+//! Both dispatch once per tile to the instruction set's trampoline and run the operator's slice
+//! kernel ([`map_lanes_in_place`]) row by row, so the bits are those of
+//! [`Session::apply`] on the finished matrix: the same kernel on the same lanes, and every
+//! element independent of its neighbours and of where a register boundary falls.
+
+use std::marker::PhantomData;
+
+use ndarray::{ArrayRef2, Axis};
+
+use super::{Bias, TileEpilogue};
+use crate::lanes::{Lanes, WithLanes};
+use crate::ops::Kernel;
+use crate::ops::func::KernelVisitor;
+use crate::ops::map::map_lanes_in_place;
+use crate::{Error, Func, Isa, Mode, Session};
+
+/// Applies an element-wise function of the crate to every element, in mode `M` on one
+/// instruction set: exactly what [`Session::apply`] does to the finished matrix, with the same
+/// bits, but on each tile while it is in cache.
+///
+/// Build it with [`Session::activation`] (the session's mode and instruction set) or
+/// [`Activation::new`].
+///
+/// ```
+/// use activation_kernels::{Func, Session};
+/// use activation_kernels::epilogue::TileEpilogue;
+/// let session = Session::exact();
+/// let mut tile = ndarray::array![[-1.0f32, 0.5], [2.0, 3.0]];
+/// let mut whole = tile.clone();
+/// session.activation(Func::GeluErf).apply(&mut tile, 0, 0);
+/// session.gelu(&mut whole);
+/// assert_eq!(tile, whole);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Activation<M: Mode> {
+    func: Func,
+    isa: Isa,
+    mode: PhantomData<M>,
+}
+
+impl<M: Mode> Activation<M> {
+    /// `func` in mode `M` on `isa`; [`Error::IsaUnavailable`] if this CPU lacks `isa`.
+    pub fn new(func: Func, isa: Isa) -> Result<Self, Error> {
+        Ok(Activation {
+            func,
+            isa: isa.checked()?,
+            mode: PhantomData,
+        })
+    }
+
+    /// The function.
+    pub fn func(&self) -> Func {
+        self.func
+    }
+
+    /// The instruction set it runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Runs the kernel over `tile`, optionally adding `bias` to each row first, in one dispatch.
+    fn run(&self, tile: &mut ArrayRef2<f32>, bias: Option<(&Bias<'_>, usize, usize)>) {
+        let done = self.func.visit::<M, _>(TileVisitor {
+            isa: self.isa,
+            tile,
+            bias,
+        });
+        // The instruction set was checked when the activation was built; CPUs do not lose
+        // features, so dispatch cannot fail here.
+        debug_assert!(done.is_ok(), "{done:?}");
+    }
+}
+
+impl<M: Mode> TileEpilogue for Activation<M> {
+    fn apply(&self, tile: &mut ArrayRef2<f32>, _row: usize, _col: usize) {
+        self.run(tile, None);
+    }
+}
+
+/// A bias, then an activation: `act(C[i, j] + b[j])` (or `b[i]`), the epilogue of a dense
+/// layer, fused row by row: each row of the tile gets its bias and its activation while it is in
+/// L1. The bits are those of [`Bias`] followed by [`Activation`].
+///
+/// ```
+/// use activation_kernels::{Func, Session};
+/// use activation_kernels::epilogue::{Bias, BiasActivation, TileEpilogue};
+/// let session = Session::fast();
+/// let b = [0.5f32, -0.5];
+/// let fused = BiasActivation::new(Bias::per_column(&b[..]), session.activation(Func::Silu));
+/// let mut tile = ndarray::array![[1.0f32, 2.0]];
+/// let mut separate = tile.clone();
+/// fused.apply(&mut tile, 0, 0);
+/// Bias::per_column(&b[..]).apply(&mut separate, 0, 0);
+/// session.silu(&mut separate);
+/// assert_eq!(tile, separate);
+/// ```
+#[derive(Clone, Debug)]
+pub struct BiasActivation<'a, M: Mode> {
+    bias: Bias<'a>,
+    activation: Activation<M>,
+}
+
+impl<'a, M: Mode> BiasActivation<'a, M> {
+    /// `activation(C + bias)`.
+    pub fn new(bias: Bias<'a>, activation: Activation<M>) -> Self {
+        BiasActivation { bias, activation }
+    }
+}
+
+impl<M: Mode> TileEpilogue for BiasActivation<'_, M> {
+    fn apply(&self, tile: &mut ArrayRef2<f32>, row: usize, col: usize) {
+        self.activation.run(tile, Some((&self.bias, row, col)));
+    }
+
+    fn check_shape(&self, c_shape: &[usize]) -> Result<(), Error> {
+        self.bias.check_shape(c_shape)
+    }
+}
+
+impl<M: Mode> Session<M> {
+    /// The epilogue that applies `func` in this session's mode on its instruction set: the same
+    /// bits as [`Session::apply`] on the finished matrix.
+    pub fn activation(&self, func: Func) -> Activation<M> {
+        Activation {
+            func,
+            isa: self.isa(),
+            mode: PhantomData,
+        }
+    }
+
+    /// The fused epilogue `func(C + bias)` (see [`BiasActivation`]) in this session's mode.
+    pub fn bias_activation<'a>(&self, bias: Bias<'a>, func: Func) -> BiasActivation<'a, M> {
+        BiasActivation::new(bias, self.activation(func))
+    }
+}
+
+struct TileVisitor<'t, 'b> {
+    isa: Isa,
+    tile: &'t mut ArrayRef2<f32>,
+    bias: Option<(&'b Bias<'b>, usize, usize)>,
+}
+
+impl KernelVisitor for TileVisitor<'_, '_> {
+    type Output = Result<(), Error>;
+    fn visit<K: Kernel>(self) -> Result<(), Error> {
+        self.isa.dispatch(TileOp::<K> {
+            tile: self.tile,
+            bias: self.bias,
+            kernel: PhantomData,
+        })
+    }
+}
+
+struct TileOp<'t, 'b, K> {
+    tile: &'t mut ArrayRef2<f32>,
+    bias: Option<(&'b Bias<'b>, usize, usize)>,
+    kernel: PhantomData<K>,
+}
+
+impl<K: Kernel> WithLanes for TileOp<'_, '_, K> {
+    type Output = ();
+    const USES_FMA: bool = K::USES_FMA;
+
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        let tile = self.tile;
+        if self.bias.is_none()
+            && let Some(all) = tile.as_slice_memory_order_mut()
+        {
+            return map_lanes_in_place::<L, K>(l, all);
+        }
+        // Row by row (the bias is per row or per column); without a bias, along the axis of
+        // smallest stride: rows of a C-order tile, columns of an F-order one. No closures here:
+        // everything is inlined into the instruction set's trampoline.
+        let axis = if self.bias.is_some()
+            || tile.strides()[1].unsigned_abs() <= tile.strides()[0].unsigned_abs()
+        {
+            Axis(1)
+        } else {
+            Axis(0)
+        };
+        let mut buf = Vec::new();
+        for (i, mut lane) in tile.lanes_mut(axis).into_iter().enumerate() {
+            let contiguous = lane.as_slice_mut().is_some();
+            if !contiguous {
+                buf.clear();
+                buf.extend(lane.iter().copied());
+            }
+            let data = match lane.as_slice_mut() {
+                Some(s) => s,
+                None => &mut buf[..],
+            };
+            if let Some((bias, row0, col0)) = self.bias {
+                bias.add_row(data, i, row0, col0);
+            }
+            map_lanes_in_place::<L, K>(l, data);
+            if !contiguous {
+                lane.iter_mut().zip(&buf).for_each(|(d, s)| *d = *s);
+            }
+        }
+    }
+}

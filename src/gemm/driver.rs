@@ -1,0 +1,450 @@
+//! The loop driver: K super-blocks, packed B slabs, output tiles, packed A blocks,
+//! microkernels, and the epilogue on each finished tile.
+//!
+//! ```text
+//! for each K super-block [k0, k0 + kbs)               (kb = 4096 deep; one unless K is huge)
+//!   for each round of B slabs (column groups of C, all batch items)
+//!     pack B[k0.., slab]: panels of NR columns, k-major  (parallel over groups of panels)
+//!     for each tile of C, MC x NT, in every slab of the round       (parallel: one task each)
+//!       start: +0 (first super-block) or the partial sums stored in C
+//!       for each K block [pc, pc + kc) within the super-block              (kc = 256)
+//!         pack A[tile rows, pc..]: panels of MR rows, k-major            (thread's own)
+//!         for each B panel jr (NR columns of the tile)          (B micro-panel in L1)
+//!           for each A panel ir (MR rows of the tile)          (A block in L2)
+//!             microkernel: C buffer[ir, jr] (+)= A panel ir x B panel jr
+//!       last super-block: epilogue(tile buffer, tile row, tile column)
+//!       copy the tile buffer to C (any strides)
+//! ```
+//!
+//! Each task accumulates its tile in a row-major buffer of its own (contiguous rows, padded to
+//! whole microtiles), which stays in L2 across the K blocks: the microkernel loads and stores it
+//! with plain slices, the epilogue gets it while it is still in cache, and C itself is written
+//! once, through its strides, at the end. Padded rows and columns hold lanes computed from the
+//! zero padding of the packed panels; they are never copied to C.
+//!
+//! **Bits.** Every element of C is one accumulator lane from start to end: `+0`, then one
+//! [`crate::Mode::madd`] per `k` in increasing order, through the K blocks (a block continues
+//! from the value the previous one stored, which f32 storage keeps exactly). No choice made
+//! here, neither the blocking nor the lane width nor the thread that runs a tile, changes
+//! that sequence, so the result does not depend on any of them.
+//!
+//! **Threads.** A task is one output tile: one thread packs its A block, runs its microkernels
+//! and its epilogue. Packed B is shared read-only. The tiles and the rounds depend only on the
+//! shapes and the instruction set, never on the number of threads.
+
+use std::cell::Cell;
+
+use ndarray::{ArrayView2, ArrayViewMut2, Axis, ShapeBuilder, s};
+use rayon::prelude::*;
+
+use super::kernel::microkernel;
+use super::pack::pack_panels;
+use crate::epilogue::TileEpilogue;
+use crate::lanes::{Isa, Lanes, WithLanes};
+use crate::{Error, Mode};
+
+/// Block sizes, per instruction set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Blocking {
+    /// Rows of the microkernel.
+    pub mr: usize,
+    /// Registers across the columns of the microkernel.
+    pub nv: usize,
+    /// Columns of the microkernel: `nv` times the lane width.
+    pub nr: usize,
+    /// Depth of one K block (packed A block and B micro-panels).
+    pub kc: usize,
+    /// Rows of an output tile (a multiple of `mr`).
+    pub mc: usize,
+    /// Columns of an output tile (a multiple of `nr`).
+    pub nt: usize,
+    /// Depth of a K super-block (rows of packed B held at once).
+    pub kb: usize,
+    /// Values of packed B held at once (per round), at most.
+    pub budget: usize,
+}
+
+/// The microkernel shapes the driver is compiled for, `(MR, NV)`.
+pub(crate) const KERNELS: [(usize, usize); 3] = [(14, 2), (6, 2), (4, 4)];
+
+/// Extra columns in a tile buffer's row stride, so that the rows of a microtile do not all map
+/// to the same cache sets.
+const LDC_PAD: usize = 16;
+
+/// Packed B buffers up to this many values are kept for the next call on the same thread.
+const RETAIN_PACK: usize = 1 << 20;
+
+impl Blocking {
+    /// The blocking for lanes of `width` `f32`s.
+    ///
+    /// * 16 lanes (AVX-512, 32 registers): 14 x 32, 28 accumulators.
+    /// * 8 lanes (AVX2, 16 registers): 6 x 16, 12 accumulators, 2 B registers, 1 broadcast.
+    /// * 4 lanes (SSE2, 16 registers): 6 x 8, the same shape in registers.
+    /// * 1 lane: 4 x 4.
+    ///
+    /// An output tile is 8 microkernel rows by 1024 columns. For AVX2 its buffer (48 x 1040
+    /// values, 200 KB) and the packed A block (48 x 256, 48 KB) stay in a 512 KB L2 while the
+    /// packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A panels of
+    /// the tile. A tile 1024 wide covers the columns of a 1024-wide product at once, so A is
+    /// packed once per K block and never again for the next tile to the right; 1024 wide and 8
+    /// panels high measured a few percent faster than 512 x 12 panels on AVX2 (Zen 2). For
+    /// AVX-512 the tile is 112 x 1024 (470 KB, for the 1 MB L2 of the CPUs that have it).
+    pub(crate) fn for_width(width: usize) -> Blocking {
+        let (mr, nv) = match width {
+            16 => KERNELS[0],
+            8 | 4 => KERNELS[1],
+            _ => KERNELS[2],
+        };
+        Blocking {
+            mr,
+            nv,
+            nr: nv * width,
+            kc: 256,
+            mc: 8 * mr,
+            nt: 1024,
+            kb: 4096,
+            budget: 1 << 22,
+        }
+    }
+}
+
+/// One product `C = A B` of a batch: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`.
+pub(crate) struct Item<'a> {
+    pub a: ArrayView2<'a, f32>,
+    pub b: ArrayView2<'a, f32>,
+    pub c: ArrayViewMut2<'a, f32>,
+}
+
+/// A group of columns of one item's C, with the matching columns of B: the unit of B packing.
+struct Slab<'a> {
+    batch: usize,
+    col0: usize,
+    a: ArrayView2<'a, f32>,
+    b: ArrayView2<'a, f32>,
+    c: ArrayViewMut2<'a, f32>,
+}
+
+/// One output tile: the unit of parallel work.
+struct Task<'r> {
+    batch: usize,
+    row0: usize,
+    col0: usize,
+    /// The tile's rows of A, the current K super-block only.
+    a: ArrayView2<'r, f32>,
+    /// The packed B panels of the tile's columns, the current K super-block.
+    bpack: &'r [f32],
+    c: ArrayViewMut2<'r, f32>,
+}
+
+/// What every task of one K super-block shares.
+struct Pass<'e, E: ?Sized> {
+    isa: Isa,
+    blk: Blocking,
+    /// Depth of the super-block.
+    kbs: usize,
+    /// The first super-block: start from `+0`.
+    first: bool,
+    /// The last super-block: run the epilogue.
+    last: bool,
+    batched: bool,
+    epilogue: &'e E,
+}
+
+/// `c = epilogue(a b)` for every item (all of one shape; `k` is the inner dimension), with the
+/// blocking `blk` on `isa`, tiles spread over the current rayon pool when `parallel`.
+pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
+    isa: Isa,
+    blk: Blocking,
+    parallel: bool,
+    items: Vec<Item<'_>>,
+    k: usize,
+    epilogue: &E,
+    batched: bool,
+) -> Result<(), Error> {
+    let Some((m, n)) = items.first().map(|it| it.c.dim()) else {
+        return Ok(());
+    };
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let kb = blk.kb.max(1);
+    // Columns per slab: as many whole tiles as the budget allows for one super-block.
+    let kbs_max = k.min(kb).max(1);
+    let ncb = (blk.budget / kbs_max / blk.nt * blk.nt).max(blk.nt);
+
+    let mut slabs = Vec::new();
+    for (batch, item) in items.into_iter().enumerate() {
+        let mut c = item.c;
+        let mut col0 = 0;
+        while col0 < n {
+            let w = ncb.min(n - col0);
+            let (here, rest) = c.split_at(Axis(1), w);
+            slabs.push(Slab {
+                batch,
+                col0,
+                a: item.a,
+                b: item.b.slice_move(s![.., col0..col0 + w]),
+                c: here,
+            });
+            c = rest;
+            col0 += w;
+        }
+    }
+
+    let supers: Vec<(usize, usize)> = if k == 0 {
+        vec![(0, 0)]
+    } else {
+        (0..k).step_by(kb).map(|k0| (k0, kb.min(k - k0))).collect()
+    };
+    let mut pack = PACK.take();
+    for (s, &(k0, kbs)) in supers.iter().enumerate() {
+        let pass = Pass {
+            isa,
+            blk,
+            kbs,
+            first: s == 0,
+            last: s + 1 == supers.len(),
+            batched,
+            epilogue,
+        };
+        let size = |slab: &Slab<'_>| kbs * slab.c.ncols().next_multiple_of(blk.nr);
+        let mut start = 0;
+        while start < slabs.len() {
+            let mut end = start;
+            let mut total = 0;
+            while end < slabs.len() && (end == start || total + size(&slabs[end]) <= blk.budget) {
+                total += size(&slabs[end]);
+                end += 1;
+            }
+            if pack.len() < total {
+                pack.resize(total, 0.0);
+            }
+            round::<M, E>(&pass, parallel, &mut slabs[start..end], k0, &mut pack)?;
+            start = end;
+        }
+    }
+    if pack.len() <= RETAIN_PACK {
+        PACK.set(pack);
+    }
+    Ok(())
+}
+
+/// Packs B for `slabs` (super-block `k0..k0 + pass.kbs`), then runs every tile of them.
+fn round<M: Mode, E: TileEpilogue + ?Sized>(
+    pass: &Pass<'_, E>,
+    parallel: bool,
+    slabs: &mut [Slab<'_>],
+    k0: usize,
+    pack: &mut [f32],
+) -> Result<(), Error> {
+    let (nr, kbs) = (pass.blk.nr, pass.kbs);
+    // Pack jobs: about 128 columns each.
+    let group = (128 / nr).max(1) * nr;
+    let mut jobs = Vec::new();
+    let mut rest = &mut *pack;
+    for slab in slabs.iter() {
+        let w = slab.c.ncols();
+        for c0 in (0..w).step_by(group) {
+            let c1 = (c0 + group).min(w);
+            let len = kbs * (c1 - c0).next_multiple_of(nr);
+            let (dst, tail) = rest.split_at_mut(len);
+            rest = tail;
+            jobs.push((slab.b.slice(s![k0..k0 + kbs, c0..c1]), dst));
+        }
+    }
+    let pack_job = |(src, dst): (ArrayView2<'_, f32>, &mut [f32])| {
+        pack_panels(src.reversed_axes(), nr, dst);
+    };
+    if parallel {
+        jobs.into_par_iter().with_max_len(1).for_each(pack_job);
+    } else {
+        jobs.into_iter().for_each(pack_job);
+    }
+
+    let mut tasks = Vec::new();
+    let mut packed = &*pack;
+    for slab in slabs.iter_mut() {
+        let (mtot, w) = slab.c.dim();
+        let (bpack, tail) = packed.split_at(kbs * w.next_multiple_of(nr));
+        packed = tail;
+        let mut rows = slab.c.view_mut();
+        let mut row0 = 0;
+        while row0 < mtot {
+            let h = pass.blk.mc.min(mtot - row0);
+            let (band, below) = rows.split_at(Axis(0), h);
+            rows = below;
+            let mut band = band;
+            let mut c0 = 0;
+            while c0 < w {
+                let tw = pass.blk.nt.min(w - c0);
+                let (tile, right) = band.split_at(Axis(1), tw);
+                band = right;
+                tasks.push(Task {
+                    batch: slab.batch,
+                    row0,
+                    col0: slab.col0 + c0,
+                    a: slab.a.slice_move(s![row0..row0 + h, k0..k0 + kbs]),
+                    bpack: &bpack[(c0 / nr) * kbs * nr..],
+                    c: tile,
+                });
+                c0 += tw;
+            }
+            row0 += h;
+        }
+    }
+    if parallel {
+        tasks
+            .into_par_iter()
+            .with_max_len(1)
+            .try_for_each(|t| run_task::<M, E>(pass, t))
+    } else {
+        tasks
+            .into_iter()
+            .try_for_each(|t| run_task::<M, E>(pass, t))
+    }
+}
+
+thread_local! {
+    /// The packed B buffer of the last call on this thread (when small enough to keep).
+    static PACK: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+    /// The packed A block and tile buffer of the tasks run by this thread.
+    static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+}
+
+/// One tile: start, K blocks, epilogue, copy to C.
+fn run_task<M: Mode, E: TileEpilogue + ?Sized>(
+    pass: &Pass<'_, E>,
+    mut t: Task<'_>,
+) -> Result<(), Error> {
+    let blk = pass.blk;
+    let (h, w) = t.c.dim();
+    let mc_pad = h.next_multiple_of(blk.mr);
+    let nt_pad = w.next_multiple_of(blk.nr);
+    let ldc = nt_pad + LDC_PAD;
+    let a_len = mc_pad * blk.kc.min(pass.kbs);
+    let c_len = mc_pad * ldc;
+    // Taken, not borrowed: an epilogue that runs a GEMM of its own on this thread (or a task
+    // stolen while it waits) simply gets a fresh buffer.
+    let mut scratch = SCRATCH.take();
+    if scratch.len() < a_len + c_len {
+        scratch.resize(a_len + c_len, 0.0);
+    }
+    let (apack, rest) = scratch.split_at_mut(a_len);
+    let cbuf = &mut rest[..c_len];
+    if !pass.first {
+        // Continue from the partial sums of the previous super-block (padding: zeros).
+        cbuf.fill(0.0);
+        tile_view(&mut *cbuf, h, w, ldc)?.assign(&t.c);
+    } else if pass.kbs == 0 {
+        cbuf.fill(0.0);
+    }
+    if pass.kbs > 0 {
+        pass.isa.dispatch(TileOp::<M> {
+            blk,
+            a: t.a,
+            bpack: t.bpack,
+            apack,
+            cbuf: &mut *cbuf,
+            ldc,
+            mc_pad,
+            nt_pad,
+            zero: pass.first,
+            mode: core::marker::PhantomData,
+        })?;
+    }
+    let mut tile = tile_view(cbuf, h, w, ldc)?;
+    if pass.last {
+        if pass.batched {
+            pass.epilogue
+                .apply_batched(t.batch, &mut tile, t.row0, t.col0);
+        } else {
+            pass.epilogue.apply(&mut tile, t.row0, t.col0);
+        }
+    }
+    store_tile(&tile, &mut t.c);
+    SCRATCH.set(scratch);
+    Ok(())
+}
+
+/// `c = tile`: row by row where the rows of C are contiguous, else through ndarray.
+fn store_tile(tile: &ArrayViewMut2<'_, f32>, c: &mut ArrayViewMut2<'_, f32>) {
+    if c.strides()[1] == 1 || c.ncols() == 1 {
+        for (mut dst, src) in c.rows_mut().into_iter().zip(tile.rows()) {
+            if let (Some(d), Some(s)) = (dst.as_slice_mut(), src.to_slice()) {
+                d.copy_from_slice(s);
+            } else {
+                dst.assign(&src);
+            }
+        }
+    } else {
+        c.assign(tile);
+    }
+}
+
+/// The `h x w` tile at the start of `buf`, rows `ldc` apart.
+fn tile_view(
+    buf: &mut [f32],
+    h: usize,
+    w: usize,
+    ldc: usize,
+) -> Result<ArrayViewMut2<'_, f32>, Error> {
+    // `ldc >= w` and `buf` holds `h` rows: this cannot fail.
+    ArrayViewMut2::from_shape((h, w).strides((ldc, 1)), buf)
+        .map_err(|e| Error::InvalidArgument(e.to_string()))
+}
+
+/// The K blocks of one tile, inside the instruction set's trampoline.
+struct TileOp<'t, M> {
+    blk: Blocking,
+    a: ArrayView2<'t, f32>,
+    bpack: &'t [f32],
+    apack: &'t mut [f32],
+    cbuf: &'t mut [f32],
+    ldc: usize,
+    mc_pad: usize,
+    nt_pad: usize,
+    zero: bool,
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> WithLanes for TileOp<'_, M> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        match (self.blk.mr, self.blk.nv) {
+            (14, 2) => tile_blocks::<L, M, 14, 2>(l, self),
+            (6, 2) => tile_blocks::<L, M, 6, 2>(l, self),
+            (4, 4) => tile_blocks::<L, M, 4, 4>(l, self),
+            // `Blocking` is built only from `KERNELS`.
+            other => unreachable!("no microkernel {other:?}"),
+        }
+    }
+}
+
+#[inline(always)]
+fn tile_blocks<L: Lanes, M: Mode, const MR: usize, const NV: usize>(l: L, op: TileOp<'_, M>) {
+    let nr = NV * L::WIDTH;
+    debug_assert_eq!(nr, op.blk.nr);
+    let kbs = op.a.ncols();
+    let kc = op.blk.kc;
+    for (p, pc) in (0..kbs).step_by(kc).enumerate() {
+        let kcur = kc.min(kbs - pc);
+        let len = pack_panels(op.a.slice(s![.., pc..pc + kcur]), MR, op.apack);
+        let (apanels, _) = op.apack[..len].as_chunks::<MR>();
+        for jr in 0..op.nt_pad / nr {
+            let bpanel = &op.bpack[jr * kbs * nr + pc * nr..][..kcur * nr];
+            for ir in 0..op.mc_pad / MR {
+                microkernel::<L, M, MR, NV>(
+                    l,
+                    &apanels[ir * kcur..(ir + 1) * kcur],
+                    bpanel,
+                    &mut op.cbuf[ir * MR * op.ldc + jr * nr..],
+                    op.ldc,
+                    op.zero && p == 0,
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! The microkernel: an `MR x NR` block of C (`NR = NV` registers of `L::WIDTH` lanes), updated
+//! by `kc` rank-1 steps from packed panels of A and B. Written once, over the lane type and the
+//! mode.
+//!
+//! Each element of C lives in one lane of one accumulator register for the whole call and gets
+//! `acc = M::madd(a[i][k], b[k][j], acc)` for `k = 0, 1, ...` in order: in [`crate::Exact`] the
+//! product rounded, then the sum rounded (`a*b + acc`, which is `acc + a*b`: IEEE addition is
+//! commutative); in [`crate::Fast`] one fused multiply-add. Lanes never mix, so neither the lane
+//! width nor the register blocking changes a bit.
+
+use crate::lanes::Lanes;
+use crate::mode::Mode;
+
+/// `C[..MR, ..NV*W] = start + sum over k of a[k][i] * b[k][j]`, in increasing `k`.
+///
+/// * `a`: the packed A micro-panel, `kc` rows of `MR` values (`a[k][i] = A[i, k]`).
+/// * `b`: the packed B micro-panel, `kc` rows of `NV * L::WIDTH` values (`b[k*NR + j]`).
+/// * `c`: the C block, row `i` at `c[i*ldc..]`, `NV * L::WIDTH` values per row.
+/// * `zero`: start from `+0` (the first K block); else continue from the partial sums in `c`.
+#[inline(always)]
+pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
+    l: L,
+    a: &[[f32; MR]],
+    b: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    zero: bool,
+) {
+    let w = L::WIDTH;
+    let nr = NV * w;
+    let mut acc = [[l.splat(0.0); NV]; MR];
+    if !zero {
+        for (i, acc) in acc.iter_mut().enumerate() {
+            let row = &c[i * ldc..i * ldc + nr];
+            for (v, acc) in acc.iter_mut().enumerate() {
+                *acc = l.load(&row[v * w..]);
+            }
+        }
+    }
+    for (ak, bk) in a.iter().zip(b.chunks_exact(nr)) {
+        // No closures here (`array::from_fn`): all of this must inline into the trampoline.
+        let mut bv = [l.splat(0.0); NV];
+        for (v, bv) in bv.iter_mut().enumerate() {
+            *bv = l.load(&bk[v * w..]);
+        }
+        for (acc, &ai) in acc.iter_mut().zip(ak) {
+            let ai = l.splat(ai);
+            for (acc, &bv) in acc.iter_mut().zip(&bv) {
+                *acc = M::madd(l, ai, bv, *acc);
+            }
+        }
+    }
+    for (i, acc) in acc.iter().enumerate() {
+        let row = &mut c[i * ldc..i * ldc + nr];
+        for (v, acc) in acc.iter().enumerate() {
+            l.store(*acc, &mut row[v * w..]);
+        }
+    }
+}

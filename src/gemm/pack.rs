@@ -1,0 +1,180 @@
+//! Packing: copying blocks of A and B, read through their ndarray strides, into the panel layout
+//! the microkernel streams through.
+//!
+//! A panel of `p` rows and `kc` columns is stored k-major: `panel[k * p + i] = src[i, k]`. A
+//! block of A (`mc x kc`) becomes `ceil(mc / MR)` panels of `MR` rows; a block of B (`kc x nc`)
+//! is packed as its transpose, `ceil(nc / NR)` panels of `NR` columns. Rows of the last panel
+//! past the end of the block are zeros: they feed lanes whose results are never written to C
+//! (lanes are independent, so they cannot change the bits of real elements).
+//!
+//! Three cases, by layout: the `p` values of one `k` contiguous (C-order B, F-order A: one copy
+//! per `k`), the `kc` values of one row contiguous (C-order A, F-order B: one scatter per row),
+//! and any other strides (element by element).
+
+use ndarray::ArrayView2;
+
+/// Packs `src` (`r x kc`) into `ceil(r / p)` consecutive panels of `p` rows at the start of
+/// `dst`, zero-padding the last panel. Returns the number of values written.
+///
+/// `p` is a panel height of one of the microkernels (`MR`, or `NR` for B); each gets its own
+/// copy of the loops with `p` a constant.
+pub(crate) fn pack_panels(src: ArrayView2<'_, f32>, p: usize, dst: &mut [f32]) -> usize {
+    match p {
+        2 => pack::<2>(src, dst),
+        4 => pack::<4>(src, dst),
+        6 => pack::<6>(src, dst),
+        8 => pack::<8>(src, dst),
+        14 => pack::<14>(src, dst),
+        16 => pack::<16>(src, dst),
+        32 => pack::<32>(src, dst),
+        64 => pack::<64>(src, dst),
+        _ => pack_any(src, p, dst),
+    }
+}
+
+#[inline(always)]
+fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
+    let (r, kc) = src.dim();
+    let panel_len = kc * P;
+    let len = r.div_ceil(P) * panel_len;
+    let dst = &mut dst[..len];
+    if len == 0 {
+        return 0;
+    }
+    if r % P != 0 {
+        dst[len - panel_len..].fill(0.0);
+    }
+    if src.strides()[0] == 1 && r > 1 {
+        // The `r` values of each `k` are contiguous: one copy per panel and `k`.
+        for (k, col) in src.columns().into_iter().enumerate() {
+            let Some(col) = col.to_slice() else {
+                return pack_any(src, P, dst);
+            };
+            let (whole, part) = col.as_chunks::<P>();
+            for (q, v) in whole.iter().enumerate() {
+                let at = q * panel_len + k * P;
+                dst[at..at + P].copy_from_slice(v);
+            }
+            if !part.is_empty() {
+                let at = whole.len() * panel_len + k * P;
+                dst[at..at + part.len()].copy_from_slice(part);
+            }
+        }
+        len
+    } else if src.strides()[1] == 1 || kc == 1 {
+        // Rows of `kc` contiguous values: `P` rows at a time, written `k` by `k`.
+        let mut rows = src.rows().into_iter();
+        for panel in dst.chunks_exact_mut(panel_len) {
+            let mut these: [&[f32]; P] = [&[]; P];
+            let mut h = 0;
+            for (slot, row) in these.iter_mut().zip(&mut rows) {
+                let Some(row) = row.to_slice() else {
+                    return pack_any(src, P, dst);
+                };
+                *slot = row;
+                h += 1;
+            }
+            if h == P {
+                for (k, d) in panel.as_chunks_mut::<P>().0.iter_mut().enumerate() {
+                    for (d, row) in d.iter_mut().zip(&these) {
+                        *d = row[k];
+                    }
+                }
+            } else {
+                for (ii, row) in these[..h].iter().enumerate() {
+                    for (d, &x) in panel.chunks_exact_mut(P).zip(*row) {
+                        d[ii] = x;
+                    }
+                }
+            }
+        }
+        len
+    } else {
+        pack_any(src, P, dst)
+    }
+}
+
+/// Any `p` and any strides, element by element.
+fn pack_any(src: ArrayView2<'_, f32>, p: usize, dst: &mut [f32]) -> usize {
+    let (r, kc) = src.dim();
+    let panel_len = kc * p;
+    let len = r.div_ceil(p) * panel_len;
+    let dst = &mut dst[..len];
+    if r % p != 0 {
+        dst[len - panel_len..].fill(0.0);
+    }
+    for ((i, k), &x) in src.indexed_iter() {
+        dst[(i / p) * panel_len + k * p + i % p] = x;
+    }
+    len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pack_panels;
+    use ndarray::{Array2, ShapeBuilder, s};
+
+    /// The layout, written out: `panel q, k, i` holds `src[q*p + i, k]` or zero.
+    fn expected(src: &Array2<f32>, p: usize) -> Vec<f32> {
+        let (r, kc) = src.dim();
+        let mut out = Vec::new();
+        for q in 0..r.div_ceil(p) {
+            for k in 0..kc {
+                for i in 0..p {
+                    out.push(src.get((q * p + i, k)).copied().unwrap_or(0.0));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_layout_packs_the_same() {
+        for (r, kc) in [
+            (1, 1),
+            (5, 3),
+            (6, 7),
+            (13, 1),
+            (1, 9),
+            (16, 16),
+            (0, 4),
+            (3, 0),
+        ] {
+            let c: Array2<f32> = Array2::from_shape_fn((r, kc), |(i, k)| (i * 100 + k + 1) as f32);
+            let f = {
+                let mut f = Array2::zeros((r, kc).f());
+                f.assign(&c);
+                f
+            };
+            let big = Array2::from_shape_fn((2 * r + 1, 3 * kc + 1), |(i, k)| {
+                if i % 2 == 0 && k % 3 == 0 {
+                    ((i / 2) * 100 + k / 3 + 1) as f32
+                } else {
+                    f32::NAN
+                }
+            });
+            let strided = big.slice(s![..2 * r;2, ..3 * kc;3]);
+            let reversed = c.slice(s![..;-1, ..]).to_owned();
+            for p in [1, 2, 3, 4, 6, 8, 14, 16] {
+                let want = expected(&c, p);
+                for v in [c.view(), f.view(), strided, c.t().t()] {
+                    let mut dst = vec![f32::NAN; want.len() + 3];
+                    assert_eq!(pack_panels(v, p, &mut dst), want.len());
+                    assert_eq!(
+                        dst[..want.len()]
+                            .iter()
+                            .map(|x| x.to_bits())
+                            .collect::<Vec<_>>(),
+                        want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                        "r={r} kc={kc} p={p} strides={:?}",
+                        v.strides()
+                    );
+                }
+                let rev = reversed.slice(s![..;-1, ..]);
+                let mut dst = vec![f32::NAN; want.len()];
+                pack_panels(rev, p, &mut dst);
+                assert_eq!(dst, want);
+            }
+        }
+    }
+}

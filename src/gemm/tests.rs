@@ -1,0 +1,154 @@
+//! The driver with every microkernel on every lane type and small block sizes, so that a few
+//! small matrices cross every loop boundary (K blocks, K super-blocks, tiles, slabs, rounds,
+//! edge microtiles). The 14-row kernel of AVX-512 runs here on the narrower lanes too.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ndarray::{Array2, ArrayRef2, ShapeBuilder, s};
+
+use super::driver::{self, Blocking, Item, KERNELS};
+use crate::epilogue::TileEpilogue;
+use crate::{Exact, Fast, Isa, Mode};
+
+/// Deterministic values of mixed signs and magnitudes.
+fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {
+    Array2::from_shape_fn((r, c), |(i, j)| {
+        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 3.0
+    })
+}
+
+/// `c = +0; c = c + a*b` (exact) or `c = fma(a, b, c)` (fast), `k` increasing.
+fn reference<M: Mode>(a: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
+    let (m, k) = a.dim();
+    Array2::from_shape_fn((m, b.ncols()), |(i, j)| {
+        let mut c = 0.0f32;
+        for p in 0..k {
+            c = if M::FAST {
+                a[[i, p]].mul_add(b[[p, j]], c)
+            } else {
+                c + a[[i, p]] * b[[p, j]]
+            };
+        }
+        c
+    })
+}
+
+/// Counts the visits of every element and checks each tile against the finished product.
+struct Audit<'a> {
+    done: &'a Array2<f32>,
+    visits: Vec<AtomicU32>,
+    wrong: AtomicU32,
+}
+
+impl TileEpilogue for Audit<'_> {
+    fn apply(&self, tile: &mut ArrayRef2<f32>, row: usize, col: usize) {
+        let n = self.done.ncols();
+        for ((i, j), x) in tile.indexed_iter_mut() {
+            self.visits[(row + i) * n + col + j].fetch_add(1, Ordering::Relaxed);
+            if x.to_bits() != self.done[[row + i, col + j]].to_bits() {
+                self.wrong.fetch_add(1, Ordering::Relaxed);
+            }
+            *x = -*x;
+        }
+    }
+}
+
+fn check<M: Mode>(isa: Isa, blk: Blocking, parallel: bool, m: usize, n: usize, k: usize) {
+    let a = values(m, k, 1);
+    let b = values(k, n, 2);
+    let want = reference::<M>(&a, &b);
+    let audit = Audit {
+        done: &want,
+        visits: (0..m * n).map(|_| AtomicU32::new(0)).collect(),
+        wrong: AtomicU32::new(0),
+    };
+    // C in F order, A transposed in memory, B strided.
+    let mut c = Array2::from_elem((m, n).f(), f32::NAN);
+    let at = a.t().to_owned();
+    let mut b2 = Array2::from_elem((k, 2 * n), f32::NAN);
+    b2.slice_mut(s![.., ..;2]).assign(&b);
+    let items = vec![Item {
+        a: at.t(),
+        b: b2.slice(s![.., ..;2]),
+        c: c.view_mut(),
+    }];
+    let run = || driver::gemm::<M, _>(isa, blk, parallel, items, k, &audit, false);
+    if parallel {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(run).unwrap();
+    } else {
+        run().unwrap();
+    }
+    let what = format!("{} {isa} {blk:?} {m}x{n}x{k}", M::NAME);
+    assert_eq!(audit.wrong.load(Ordering::Relaxed), 0, "{what}");
+    assert!(
+        audit.visits.iter().all(|v| v.load(Ordering::Relaxed) == 1),
+        "{what}"
+    );
+    for ((i, j), x) in c.indexed_iter() {
+        assert_eq!(x.to_bits(), (-want[[i, j]]).to_bits(), "{what} at {i},{j}");
+    }
+}
+
+#[test]
+fn every_kernel_every_loop_boundary() {
+    for isa in Isa::available() {
+        for (mr, nv) in KERNELS {
+            let nr = nv * isa.width();
+            let blk = Blocking {
+                mr,
+                nv,
+                nr,
+                kc: 5,
+                mc: 2 * mr,
+                nt: 2 * nr,
+                kb: 12,
+                // One slab of 2 tiles per round at full depth: several slabs and rounds.
+                budget: 12 * 4 * nr,
+            };
+            for (m, n, k) in [
+                (1, 1, 1),
+                (mr, nr, 5),
+                (2 * mr + 1, 2 * nr + 3, 13),
+                (3 * mr - 1, 5 * nr - 1, 30),
+                (7, 9, 0),
+                (0, 4, 3),
+                (4, 0, 3),
+            ] {
+                check::<Exact>(isa, blk, false, m, n, k);
+                check::<Fast>(isa, blk, false, m, n, k);
+                check::<Exact>(isa, blk, true, m, n, k);
+                check::<Fast>(isa, blk, true, m, n, k);
+            }
+        }
+    }
+}
+
+#[test]
+fn production_blocking_matches_the_kernel_table() {
+    for isa in Isa::ALL {
+        let blk = Blocking::for_width(isa.width());
+        assert!(KERNELS.contains(&(blk.mr, blk.nv)));
+        assert_eq!(blk.nr, blk.nv * isa.width());
+        assert_eq!(blk.mc % blk.mr, 0);
+        assert_eq!(blk.nt % blk.nr, 0);
+        assert_eq!(blk.kb % blk.kc, 0);
+        // Accumulators, B registers and one broadcast fit the register file.
+        let regs = if isa == Isa::Avx512 { 32 } else { 16 };
+        if isa != Isa::Scalar {
+            assert!(blk.mr * blk.nv + blk.nv + 1 < regs, "{isa}");
+        }
+    }
+}
+
+#[test]
+fn large_k_crosses_super_blocks_with_production_blocking() {
+    let isa = Isa::detect();
+    let blk = Blocking::for_width(isa.width());
+    check::<Exact>(isa, blk, true, 3, 5, 2 * blk.kb + 7);
+    check::<Fast>(isa, blk, false, 3, 5, blk.kb + 1);
+}
