@@ -109,11 +109,7 @@ fn exact_bits_do_not_depend_on_isa_threads_or_layout() {
                 // The transposed copy, softmax over axis 0 (the strided axis).
                 let mut t = m.t().as_standard_layout().to_owned();
                 s.softmax(&mut t, Axis(0)).unwrap();
-                assert_eq!(
-                    bits(t.t()),
-                    bits(&want),
-                    "transposed n {n} {isa} {threads}"
-                );
+                assert_eq!(bits(t.t()), bits(&want), "transposed n {n} {isa} {threads}");
                 // A transposed view (F order), and a strided destination.
                 let mut f = m.t().to_owned();
                 s.softmax(&mut f.view_mut().reversed_axes(), Axis(1))

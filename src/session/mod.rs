@@ -1,6 +1,7 @@
 //! [`Session`]: the mode, the instruction set, the threads and the policies, and the ndarray
 //! plumbing that brings tensors to the slice kernels.
 
+pub mod attention;
 mod element;
 mod elementwise;
 mod gated;
@@ -12,6 +13,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+pub use attention::AttentionOptions;
 pub use element::Element;
 pub use softmax::Mask;
 

@@ -1,0 +1,88 @@
+//! The transformer block of the example at a small size: the exact digest is the same on every
+//! ISA and thread count; fast and exact agree, and both are close to the f64 block.
+
+#[path = "../examples/transformer_block/block.rs"]
+#[allow(dead_code)]
+mod block;
+
+use activation_kernels::{Exact, Fast, Isa, Session};
+use block::{Config, Timings, Weights, abs_diff, digest, forward, forward_f64, input};
+
+const SMALL: Config = Config {
+    d_model: 64,
+    heads: 4,
+    d_ff: 256,
+    seq: 40,
+    batch: 2,
+};
+
+#[test]
+fn exact_digest_is_the_same_on_every_isa_and_thread_count() {
+    let w = Weights::new(&SMALL, 7);
+    let x = input(&SMALL, 7);
+    let mut seen = None;
+    for isa in Isa::available() {
+        for threads in [1, 2, 3] {
+            let s = Session::exact()
+                .with_isa(isa)
+                .unwrap()
+                .with_threads(threads)
+                .unwrap()
+                .with_parallel_threshold(0);
+            let y = forward(&s, &SMALL, &w, &x, &mut Timings::default()).unwrap();
+            let d = digest(&y);
+            match &seen {
+                None => seen = Some(d),
+                Some(first) => assert_eq!(&d, first, "{isa}, {threads} threads"),
+            }
+        }
+    }
+    // A different seed gives a different digest (the digest covers the output).
+    let w2 = Weights::new(&SMALL, 8);
+    let y2 = forward(
+        &Session::exact(),
+        &SMALL,
+        &w2,
+        &input(&SMALL, 8),
+        &mut Timings::default(),
+    )
+    .unwrap();
+    assert_ne!(Some(digest(&y2)), seen);
+}
+
+#[test]
+fn fast_and_exact_agree_and_both_are_close_to_f64() {
+    let w = Weights::new(&SMALL, 11);
+    let x = input(&SMALL, 11);
+    let e = forward(
+        &Session::<Exact>::new(),
+        &SMALL,
+        &w,
+        &x,
+        &mut Timings::default(),
+    )
+    .unwrap();
+    let f = forward(
+        &Session::<Fast>::new(),
+        &SMALL,
+        &w,
+        &x,
+        &mut Timings::default(),
+    )
+    .unwrap();
+    let r = forward_f64(&SMALL, &w, &x);
+    // Outputs are O(1) (the residual stream); a block is a few hundred roundings deep in its
+    // longest sums (d_ff = 256), each of relative size 2^-24, on values of a few units.
+    let bound = 300.0 * 2f64.powi(-24) * 8.0;
+    let (ef, _) = abs_diff(&f, &e.mapv(f64::from));
+    let (er, _) = abs_diff(&e, &r);
+    let (fr, _) = abs_diff(&f, &r);
+    assert!(
+        ef <= bound && er <= bound && fr <= bound,
+        "exact-fast {ef:e}, exact-f64 {er:e}, fast-f64 {fr:e}, bound {bound:e}"
+    );
+    assert!(
+        e.iter().zip(&f).any(|(a, b)| a != b),
+        "fast mode should differ from exact somewhere"
+    );
+}
