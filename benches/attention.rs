@@ -1,0 +1,56 @@
+//! Attention with 12 heads, head_dim 64, seq 1,024, causal, single thread, in both modes, beside
+//! the fast GEMM of the same run. Throughput is in FLOPs (2 * seq^2 * head_dim per head for
+//! each of the two products, halved for causal), so criterion's elements/s is FLOP/s.
+//!
+//! ```text
+//! cargo bench --bench attention
+//! ```
+
+use activation_kernels::Session;
+use activation_kernels::epilogue::Identity;
+use activation_kernels::session::AttentionOptions;
+use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use ndarray::{Array2, Array4};
+
+fn data(n: usize, k: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919 + k) % 2001) as f32 / 1000.0 - 1.0)
+        .collect()
+}
+
+fn attention(c: &mut Criterion) {
+    let (heads, seq, dim) = (12usize, 1024usize, 64usize);
+    let n = heads * seq * dim;
+    let q = Array4::from_shape_vec((1, heads, seq, dim), data(n, 1)).unwrap();
+    let k = Array4::from_shape_vec((1, heads, seq, dim), data(n, 2)).unwrap();
+    let v = Array4::from_shape_vec((1, heads, seq, dim), data(n, 3)).unwrap();
+    let mut out = Array4::<f32>::zeros((1, heads, seq, dim));
+    let flops = (heads * 2 * 2 * seq * seq * dim / 2) as u64;
+    let mut g = c.benchmark_group("attention/12x1024x64-causal");
+    g.throughput(Throughput::Elements(flops));
+    g.sample_size(10);
+    let opts = AttentionOptions::default().causal();
+    let e = Session::exact().with_threads(1).unwrap();
+    let f = Session::fast().with_threads(1).unwrap();
+    g.bench_function("exact", |b| {
+        b.iter(|| e.attention(black_box(&q), &k, &v, &mut out, &opts).unwrap())
+    });
+    g.bench_function("fast", |b| {
+        b.iter(|| f.attention(black_box(&q), &k, &v, &mut out, &opts).unwrap())
+    });
+    g.finish();
+    // The fast GEMM's FLOP rate in the same run, on a 1024-cube.
+    let mut g = c.benchmark_group("attention-gemm-reference/1024");
+    g.throughput(Throughput::Elements(2 * 1024 * 1024 * 1024));
+    g.sample_size(10);
+    let a = Array2::from_shape_vec((1024, 1024), data(1 << 20, 4)).unwrap();
+    let bm = Array2::from_shape_vec((1024, 1024), data(1 << 20, 5)).unwrap();
+    let mut cm = Array2::<f32>::zeros((1024, 1024));
+    g.bench_function("fast-gemm", |b| {
+        b.iter(|| f.matmul(black_box(&a), &bm, &mut cm, &Identity).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, attention);
+criterion_main!(benches);

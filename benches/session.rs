@@ -1,0 +1,85 @@
+//! The session's overhead over the slice kernel, strided views, threads and 16-bit types.
+//!
+//! ```text
+//! cargo bench --bench session
+//! ```
+//! Groups: `session-overhead/1048576` (session call vs `exact::map_in_place` on the same data,
+//! contiguous vs a strided view of the same element count), `threads/16777216` (exact GELU on
+//! 1 and 2 threads), `half/1048576` (GELU on f32 vs bf16 vs f16).
+
+use activation_kernels::{Func, Isa, Session, exact, fast};
+use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use half::{bf16, f16};
+use ndarray::{Array1, Array2, s};
+
+fn data(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919) % 16_001) as f32 / 1000.0 - 8.0)
+        .collect()
+}
+
+fn overhead(c: &mut Criterion) {
+    let n = 1 << 20;
+    let mut g = c.benchmark_group(format!("session-overhead/{n}"));
+    g.throughput(Throughput::Elements(n as u64));
+    let isa = Isa::detect();
+    let mut v = data(n);
+    g.bench_function("slice-kernel-exact", |b| {
+        b.iter(|| exact::map_in_place(Func::GeluErf, isa, black_box(&mut v)).unwrap())
+    });
+    let s1 = Session::exact().with_threads(1).unwrap();
+    let mut a = Array1::from(data(n));
+    g.bench_function("session-exact", |b| b.iter(|| s1.gelu(black_box(&mut a))));
+    g.bench_function("slice-kernel-fast", |b| {
+        b.iter(|| fast::map_in_place(Func::GeluErf, isa, black_box(&mut v)).unwrap())
+    });
+    let f1 = Session::fast().with_threads(1).unwrap();
+    g.bench_function("session-fast", |b| b.iter(|| f1.gelu(black_box(&mut a))));
+    // The same number of elements as every other column of a [1024, 2048] matrix.
+    let mut m = Array2::from_shape_vec((1024, 2048), data(2 * n)).unwrap();
+    g.bench_function("session-exact-strided", |b| {
+        b.iter(|| s1.gelu(&mut black_box(&mut m).slice_mut(s![.., ..;2])))
+    });
+    g.bench_function("session-exact-transposed-contiguous", |b| {
+        b.iter(|| s1.gelu(&mut black_box(&mut m).slice_mut(s![.., ..1024]).reversed_axes()))
+    });
+    g.finish();
+}
+
+fn threads(c: &mut Criterion) {
+    let n = 1 << 24;
+    let mut g = c.benchmark_group(format!("threads/{n}"));
+    g.throughput(Throughput::Elements(n as u64));
+    g.sample_size(10);
+    let mut a = Array1::from(data(n));
+    for t in [1, 2] {
+        let s = Session::exact().with_threads(t).unwrap();
+        g.bench_function(format!("exact-gelu-{t}-threads"), |b| {
+            b.iter(|| s.gelu(black_box(&mut a)))
+        });
+    }
+    g.finish();
+}
+
+fn half_types(c: &mut Criterion) {
+    let n = 1 << 20;
+    let mut g = c.benchmark_group(format!("half/{n}"));
+    g.throughput(Throughput::Elements(n as u64));
+    let s = Session::exact().with_threads(1).unwrap();
+    let mut a32 = Array1::from(data(n));
+    let mut a16 = a32.mapv(f16::from_f32);
+    let mut ab16 = a32.mapv(bf16::from_f32);
+    g.bench_function("exact-gelu-f32", |b| b.iter(|| s.gelu(black_box(&mut a32))));
+    g.bench_function("exact-gelu-bf16", |b| {
+        b.iter(|| s.gelu(black_box(&mut ab16)))
+    });
+    g.bench_function("exact-gelu-f16", |b| b.iter(|| s.gelu(black_box(&mut a16))));
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(2));
+    targets = overhead, threads, half_types
+}
+criterion_main!(benches);

@@ -1,0 +1,81 @@
+//! Softmax rows of 1,024 and 4,096 columns (1,048,576 elements in all) and 16,777,216 elements,
+//! single thread, exact and fast, beside the streaming loop; causal masked softmax beside the
+//! unmasked one.
+//!
+//! ```text
+//! cargo bench --bench softmax
+//! ```
+
+use activation_kernels::Session;
+use activation_kernels::session::Mask;
+use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use ndarray::{Array2, Array3, Axis};
+
+fn data(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919) % 20_001) as f32 / 1000.0 - 10.0)
+        .collect()
+}
+
+fn softmax(c: &mut Criterion) {
+    let e = Session::exact().with_threads(1).unwrap();
+    let f = Session::fast().with_threads(1).unwrap();
+    for (total, cols) in [(1usize << 20, 1024usize), (1 << 20, 4096), (1 << 24, 4096)] {
+        let mut g = c.benchmark_group(format!("softmax/{total}/cols-{cols}"));
+        g.throughput(Throughput::Elements(total as u64));
+        if total > 1 << 20 {
+            g.sample_size(10);
+        }
+        let src = Array2::from_shape_vec((total / cols, cols), data(total)).unwrap();
+        let mut x = src.clone();
+        g.bench_function("exact", |b| {
+            b.iter(|| e.softmax(black_box(&mut x), Axis(1)).unwrap())
+        });
+        g.bench_function("fast", |b| {
+            b.iter(|| f.softmax(black_box(&mut x), Axis(1)).unwrap())
+        });
+        let mut y = src.clone();
+        g.bench_function("stream", |b| {
+            let a = black_box(1.000_001f32);
+            b.iter(|| y.zip_mut_with(black_box(&src), |y, x| *y = a * *x))
+        });
+        g.finish();
+    }
+    // Attention scores of one head, [1, 1024, 1024]: 1M elements.
+    let mut g = c.benchmark_group("masked-softmax/1048576");
+    g.throughput(Throughput::Elements(1 << 20));
+    let src = Array3::from_shape_vec((1, 1024, 1024), data(1 << 20)).unwrap();
+    let mut x = src.clone();
+    g.bench_function("exact-unmasked", |b| {
+        b.iter(|| {
+            e.masked_softmax(black_box(&mut x), 0.125, &Mask::None)
+                .unwrap()
+        })
+    });
+    g.bench_function("exact-causal", |b| {
+        b.iter(|| {
+            e.masked_softmax(black_box(&mut x), 0.125, &Mask::Causal { offset: 0 })
+                .unwrap()
+        })
+    });
+    g.bench_function("fast-unmasked", |b| {
+        b.iter(|| {
+            f.masked_softmax(black_box(&mut x), 0.125, &Mask::None)
+                .unwrap()
+        })
+    });
+    g.bench_function("fast-causal", |b| {
+        b.iter(|| {
+            f.masked_softmax(black_box(&mut x), 0.125, &Mask::Causal { offset: 0 })
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(2));
+    targets = softmax
+}
+criterion_main!(benches);
