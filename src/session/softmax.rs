@@ -29,6 +29,19 @@ pub enum Mask<'a> {
     Additive(ArrayViewD<'a, f32>),
 }
 
+/// Runs `f` on every row of the zip `z`: spread over the session's threads when `parallel`
+/// (a row is never split), else on the calling thread.
+macro_rules! for_each_row {
+    ($session:expr, $parallel:expr, $z:expr, $f:expr) => {{
+        let (z, f) = ($z, $f);
+        if $parallel {
+            $session.install(|| z.par_for_each(f));
+        } else {
+            z.for_each(f);
+        }
+    }};
+}
+
 impl<M: Mode> Session<M> {
     /// The same session with another policy for fully masked softmax rows (default
     /// [`MaskedRow::Zero`]).
@@ -142,9 +155,10 @@ impl<M: Mode> Session<M> {
         };
         let parallel = self.parallel(scores.len());
         match mask {
-            Mask::None => self.for_rows(parallel, Zip::from(scores.lanes_mut(last)), |row| {
-                prepare_and_softmax(row, &|_| {})
-            }),
+            Mask::None => {
+                let z = Zip::from(scores.lanes_mut(last));
+                for_each_row!(self, parallel, z, |row| prepare_and_softmax(row, &|_| {}));
+            }
             Mask::Causal { offset } => {
                 // The row index of every row, broadcast over the leading axes.
                 let rows = ndarray::Array1::from_iter(0..shape[nd - 2]);
@@ -160,11 +174,7 @@ impl<M: Mode> Session<M> {
                             .for_each(|v| *v = f32::NEG_INFINITY)
                     })
                 };
-                if parallel {
-                    self.install(|| z.par_for_each(run));
-                } else {
-                    z.for_each(run);
-                }
+                for_each_row!(self, parallel, z, run);
             }
             Mask::Keep(keep) => {
                 let keep = keep
@@ -180,11 +190,7 @@ impl<M: Mode> Session<M> {
                         }
                     })
                 };
-                if parallel {
-                    self.install(|| z.par_for_each(run));
-                } else {
-                    z.for_each(run);
-                }
+                for_each_row!(self, parallel, z, run);
             }
             Mask::Additive(add) => {
                 let add = add
@@ -198,11 +204,7 @@ impl<M: Mode> Session<M> {
                         }
                     })
                 };
-                if parallel {
-                    self.install(|| z.par_for_each(run));
-                } else {
-                    z.for_each(run);
-                }
+                for_each_row!(self, parallel, z, run);
             }
         }
         Ok(())
@@ -212,19 +214,6 @@ impl<M: Mode> Session<M> {
     pub(crate) fn row_kernel(&self, row: &mut [f32], policy: MaskedRow, log_form: bool) {
         let done = softmax_row_on::<M>(self.isa, row, policy, log_form);
         debug_assert!(done.is_ok(), "{done:?}");
-    }
-
-    fn for_rows<'a, T: Element + 'a>(
-        &self,
-        parallel: bool,
-        z: Zip<(ndarray::iter::LanesMut<'a, T, IxDyn>,), IxDyn>,
-        f: impl Fn(ArrayViewMut1<'_, T>) + Sync + Send,
-    ) {
-        if parallel {
-            self.install(|| z.par_for_each(f));
-        } else {
-            z.for_each(f);
-        }
     }
 
     fn rows<T: Element, D: Dimension>(
@@ -251,11 +240,7 @@ impl<M: Mode> Session<M> {
         };
         let parallel = self.parallel(x.len());
         let z = Zip::from(x.lanes_mut(axis));
-        if parallel {
-            self.install(|| z.par_for_each(row));
-        } else {
-            z.for_each(row);
-        }
+        for_each_row!(self, parallel, z, row);
         Ok(())
     }
 }

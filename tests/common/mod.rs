@@ -132,34 +132,10 @@ fn unordered(k: i64) -> f32 {
     }
 }
 
-/// The fp32 spacing (ulp) at `y`, a value in f64: the gap between the two floats around the
-/// correctly rounded `y` (the smallest subnormal near 0).
-pub fn spacing(y: f64) -> f64 {
-    let r = (y as f32).abs();
-    if !r.is_finite() {
-        return f64::from(f32::MAX) - f64::from(f32::from_bits(0x7F7F_FFFE));
-    }
-    let next = f32::from_bits(r.to_bits() + 1);
-    if next.is_finite() {
-        f64::from(next) - f64::from(r)
-    } else {
-        f64::from(r) - f64::from(f32::from_bits(r.to_bits() - 1))
-    }
-}
-
-/// `|got - reference| / spacing`, 0 where `got` equals the correctly rounded reference.
-pub fn ulp_error(got: f32, reference: f64) -> f64 {
-    if got.is_nan() && reference.is_nan() {
-        return 0.0;
-    }
-    if got == reference as f32 {
-        return 0.0;
-    }
-    if got.is_infinite() || reference.is_infinite() {
-        return f64::INFINITY;
-    }
-    (f64::from(got) - reference).abs() / spacing(reference)
-}
+/// The spec's ulp measure, from the crate's accuracy module (one definition for the tool and
+/// the tests).
+#[allow(unused_imports)]
+pub use activation_kernels::accuracy::ulp_error;
 
 /// Runs `f` for every available instruction set.
 pub fn for_each_isa(mut f: impl FnMut(activation_kernels::Isa)) {
