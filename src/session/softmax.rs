@@ -147,7 +147,15 @@ impl<M: Mode> Session<M> {
         let mut scores = scores.view_mut().into_dyn();
         let last = Axis(nd - 1);
         let policy = self.masked_row;
-        let prepare_and_softmax = |row: ArrayViewMut1<'_, T>, fill: &dyn Fn(&mut [f32])| {
+        let prepare_and_softmax = |mut row: ArrayViewMut1<'_, T>, fill: &dyn Fn(&mut [f32])| {
+            // A contiguous f32 row is scaled, masked and normalised where it lies.
+            if let Some(s) = row.as_slice_mut()
+                && let Some(f) = T::as_f32_slice_mut(s)
+            {
+                f.iter_mut().for_each(|v| *v *= scale);
+                fill(f);
+                return self.row_kernel(f, policy, false);
+            }
             let mut buf: Vec<f32> = row.iter().map(|v| v.to_f32() * scale).collect();
             fill(&mut buf);
             self.row_kernel(&mut buf, policy, false);
