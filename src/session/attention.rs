@@ -150,6 +150,17 @@ impl Plan<'_> {
     }
 }
 
+/// One work item: a block of query rows of batch item `b`, head `h`, starting at query `q0`,
+/// with the keys and values of its kv head.
+struct Block<'a> {
+    b: usize,
+    h: usize,
+    q0: usize,
+    q: ArrayView2<'a, f32>,
+    k: ArrayView2<'a, f32>,
+    v: ArrayView2<'a, f32>,
+}
+
 impl<M: Mode> Session<M> {
     /// Scaled dot-product attention: `out = softmax(scale * q k^T + mask) v`, for `q`
     /// `[batch, heads, seq_q, head_dim]`, `k` `[batch, kv_heads, seq_k, head_dim]`, `v`
@@ -309,14 +320,18 @@ impl<M: Mode> Session<M> {
             ..self.clone()
         };
         let run = |(b, h, q0, mut o): (usize, usize, usize, ArrayViewMut2<'_, f32>)| {
-            let q1 = q0 + o.nrows();
-            let qv = q.slice(s![b, h, q0..q1, ..]);
-            let kv = k.slice(s![b, h / group, .., ..]);
-            let vv = v.slice(s![b, h / group, .., ..]);
+            let block = Block {
+                b,
+                h,
+                q0,
+                q: q.slice(s![b, h, q0..q0 + o.nrows(), ..]),
+                k: k.slice(s![b, h / group, .., ..]),
+                v: v.slice(s![b, h / group, .., ..]),
+            };
             if M::FAST {
-                inner.attention_block_online(&plan, b, h, q0, qv, kv, vv, &mut o, kblk)
+                inner.attention_block_online(&plan, &block, &mut o, kblk)
             } else {
-                inner.attention_block_exact(&plan, b, h, q0, qv, kv, vv, &mut o)
+                inner.attention_block_exact(&plan, &block, &mut o)
             }
         };
         let work = batch * heads * seq_q * seq_k.max(1) * (dim + v_dim).max(1);
@@ -329,18 +344,13 @@ impl<M: Mode> Session<M> {
 
     /// Exact mode: the scores of the block against every key it may see, the two-pass exact
     /// softmax of each row, then `P V`.
-    #[allow(clippy::too_many_arguments)]
     fn attention_block_exact(
         &self,
         plan: &Plan<'_>,
-        b: usize,
-        h: usize,
-        q0: usize,
-        q: ArrayView2<'_, f32>,
-        k: ArrayView2<'_, f32>,
-        v: ArrayView2<'_, f32>,
+        block: &Block<'_>,
         out: &mut ArrayViewMut2<'_, f32>,
     ) -> Result<(), Error> {
+        let Block { b, h, q0, q, k, v } = *block;
         let end = plan.key_end(b, q0 + q.nrows());
         let mut p = Array2::<f32>::zeros((q.nrows(), end));
         let mask = FromFn(|t: &mut ndarray::ArrayRef2<f32>, i: usize, j: usize| {
@@ -364,19 +374,14 @@ impl<M: Mode> Session<M> {
     }
 
     /// Fast mode: the online softmax over key tiles.
-    #[allow(clippy::too_many_arguments)]
     fn attention_block_online(
         &self,
         plan: &Plan<'_>,
-        b: usize,
-        h: usize,
-        q0: usize,
-        q: ArrayView2<'_, f32>,
-        k: ArrayView2<'_, f32>,
-        v: ArrayView2<'_, f32>,
+        block: &Block<'_>,
         out: &mut ArrayViewMut2<'_, f32>,
         key_block: usize,
     ) -> Result<(), Error> {
+        let Block { b, h, q0, q, k, v } = *block;
         let rows = q.nrows();
         let end = plan.key_end(b, q0 + rows);
         let mut state = vec![OnlineSoftmax::new(); rows];

@@ -91,10 +91,7 @@ impl<M: Mode> Session<M> {
         dst: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        same_shape("source and destination", src.shape(), dst.shape())?;
-        check_axis(axis, src.ndim())?;
-        dst.assign(src);
-        self.rows(dst, axis, false)
+        self.rows_into(src, dst, axis, false)
     }
 
     /// `dst = log_softmax(src)` along `axis`; shapes must match.
@@ -104,10 +101,7 @@ impl<M: Mode> Session<M> {
         dst: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        same_shape("source and destination", src.shape(), dst.shape())?;
-        check_axis(axis, src.ndim())?;
-        dst.assign(src);
-        self.rows(dst, axis, true)
+        self.rows_into(src, dst, axis, true)
     }
 
     /// The softmax of attention scores `[.., rows, cols]` over the last axis, in place: each
@@ -222,6 +216,19 @@ impl<M: Mode> Session<M> {
     pub(crate) fn row_kernel(&self, row: &mut [f32], policy: MaskedRow, log_form: bool) {
         let done = softmax_row_on::<M>(self.isa, row, policy, log_form);
         debug_assert!(done.is_ok(), "{done:?}");
+    }
+
+    fn rows_into<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        dst: &mut ArrayRef<T, D>,
+        axis: Axis,
+        log_form: bool,
+    ) -> Result<(), Error> {
+        same_shape("source and destination", src.shape(), dst.shape())?;
+        check_axis(axis, src.ndim())?;
+        dst.assign(src);
+        self.rows(dst, axis, log_form)
     }
 
     fn rows<T: Element, D: Dimension>(
