@@ -237,12 +237,7 @@ fn exact_attention_bits_do_not_depend_on_isa_threads_or_blocks() {
     for isa in Isa::available() {
         for threads in [1, 2, 3] {
             for qb in [1, 7, 64] {
-                let s = Session::exact()
-                    .with_isa(isa)
-                    .unwrap()
-                    .with_threads(threads)
-                    .unwrap()
-                    .with_parallel_threshold(0);
+                let s = pinned_session::<Exact>(isa, threads);
                 let mut out = Array4::<f32>::zeros(want.raw_dim());
                 s.attention(
                     &q,

@@ -2,10 +2,13 @@
 //! finished C afterwards, bit for bit, in both modes, on every instruction set; applied directly
 //! they work on tiles of any layout, and a user's own GEMM can call them on its own tiles.
 
+mod common;
+
 use activation_kernels::epilogue::{
     Activation, Bias, BiasActivation, Chain, FromFn, Identity, Residual, Scale, TileEpilogue,
 };
 use activation_kernels::{Error, Exact, Fast, Func, Isa, Mode, Session};
+use common::{bits, pinned_session};
 use ndarray::{Array1, Array2, ArrayRef2, ShapeBuilder, s};
 
 fn values(r: usize, c: usize, seed: u64, scale: f32) -> Array2<f32> {
@@ -13,19 +16,6 @@ fn values(r: usize, c: usize, seed: u64, scale: f32) -> Array2<f32> {
         let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale
     })
-}
-
-fn bits(a: &ArrayRef2<f32>) -> Array2<u32> {
-    a.mapv(f32::to_bits)
-}
-
-fn session<M: Mode>(isa: Isa, threads: usize) -> Session<M> {
-    Session::<M>::new()
-        .with_isa(isa)
-        .unwrap()
-        .with_threads(threads)
-        .unwrap()
-        .with_parallel_threshold(0)
 }
 
 /// `c[i, j] + bias[j]` or `+ bias[i]`, one addition per element.
@@ -38,7 +28,7 @@ fn add_bias(c: &Array2<f32>, bias: &[f32], per_row: bool) -> Array2<f32> {
 fn fused_equals_afterwards<M: Mode>(isa: Isa) {
     // Several row bands and two column tiles of the driver, and a small product.
     for (m, n, k) in [(100, 1030, 20), (7, 9, 5)] {
-        let s = session::<M>(isa, 2);
+        let s = pinned_session::<M>(isa, 2);
         let a = values(m, k, 1, 2.0);
         let b = values(k, n, 2, 2.0);
         let col_bias: Vec<f32> = values(1, n, 3, 4.0).into_raw_vec_and_offset().0;
@@ -194,7 +184,7 @@ fn epilogues_work_on_tiles_of_any_layout() {
         big.slice_mut(s![..;2, ..;-2]).assign(&x);
         ep.apply(&mut big.slice_mut(s![..;2, ..;-2]), 4, 6);
         assert_eq!(
-            bits(&big.slice(s![..;2, ..;-2])),
+            bits(big.slice(s![..;2, ..;-2])),
             bits(&want),
             "{what}, strided"
         );

@@ -3,11 +3,14 @@
 //! within the bound of a sequential fp32 sum; every element through the epilogue exactly once;
 //! shape errors.
 
+mod common;
+
+use common::{bits, pinned_session};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use activation_kernels::epilogue::{Bias, Identity, Residual, Scale, TileEpilogue};
-use activation_kernels::{Error, Exact, Fast, Isa, Mode, Session};
+use activation_kernels::{Error, Exact, Fast, Isa, Session};
 use ndarray::{Array2, Array3, ArrayRef2, ArrayView2, ArrayViewMut2, ShapeBuilder, s};
 
 /// Deterministic values spread over several binades, so that any change in the order of a sum
@@ -31,19 +34,6 @@ fn naive(a: &ArrayView2<'_, f32>, b: &ArrayView2<'_, f32>) -> Array2<f32> {
         }
         c
     })
-}
-
-fn bits(a: &ArrayRef2<f32>) -> Array2<u32> {
-    a.mapv(f32::to_bits)
-}
-
-fn session<M: Mode>(isa: Isa, threads: usize) -> Session<M> {
-    Session::<M>::new()
-        .with_isa(isa)
-        .unwrap()
-        .with_threads(threads)
-        .unwrap()
-        .with_parallel_threshold(0)
 }
 
 /// A named layout: the array, and for the strided one the logical shape inside it.
@@ -98,7 +88,7 @@ fn shapes() -> Vec<(usize, usize, usize)> {
 fn exact_equals_the_naive_loop_on_every_isa_thread_count_and_layout() {
     let sessions: Vec<(Isa, usize, Session<Exact>)> = Isa::available()
         .into_iter()
-        .flat_map(|isa| [1, 2, 3].map(|t| (isa, t, session::<Exact>(isa, t))))
+        .flat_map(|isa| [1, 2, 3].map(|t| (isa, t, pinned_session::<Exact>(isa, t))))
         .collect();
     for (m, n, k) in shapes() {
         let a = values(m, k, 1);
@@ -135,7 +125,7 @@ fn exact_sums_start_from_positive_zero() {
     let b = Array2::<f32>::zeros((4, 17));
     for isa in Isa::available() {
         let mut c = Array2::from_elem((3, 17), f32::NAN);
-        session::<Exact>(isa, 1)
+        pinned_session::<Exact>(isa, 1)
             .matmul(&a, &b, &mut c, &Identity)
             .unwrap();
         assert!(c.iter().all(|x| x.to_bits() == 0), "{isa}");
@@ -146,7 +136,7 @@ fn exact_sums_start_from_positive_zero() {
 fn fast_is_within_the_bound_of_a_sequential_sum() {
     let u = f64::from(f32::EPSILON) / 2.0;
     for isa in Isa::available() {
-        let s = session::<Fast>(isa, 2);
+        let s = pinned_session::<Fast>(isa, 2);
         for (m, n, k) in shapes() {
             let a = values(m, k, 3);
             let b = values(k, n, 4);
@@ -183,11 +173,12 @@ fn fast_uses_fused_steps_and_depends_on_neither_threads_nor_isa() {
             .fold(0.0f32, |c, p| a[[i, p]].mul_add(b[[p, j]], c))
             .to_bits()
     });
+    let fused: Vec<u32> = fused.into_iter().collect();
     assert_ne!(fused, exact);
     for isa in Isa::available() {
         for threads in [1, 2, 3] {
             let mut c = Array2::zeros((m, n));
-            session::<Fast>(isa, threads)
+            pinned_session::<Fast>(isa, threads)
                 .matmul(&a, &b, &mut c, &Identity)
                 .unwrap();
             assert_eq!(bits(&c), fused, "{isa}, {threads} threads");
@@ -245,7 +236,7 @@ fn the_epilogue_sees_each_finished_element_once() {
             }
             let a = values(m, k, 7);
             let b = values(k, n, 8);
-            let s = session::<Exact>(isa, threads);
+            let s = pinned_session::<Exact>(isa, threads);
             let mut finished = Array2::zeros((m, n));
             s.matmul(&a, &b, &mut finished, &Identity).unwrap();
             let counting = Counting::new(&finished);
@@ -274,7 +265,7 @@ fn k_zero_gives_the_epilogue_of_zero() {
     let b = Array2::<f32>::zeros((0, 7));
     let bias: Vec<f32> = (0..7).map(|j| j as f32 - 3.0).collect();
     for isa in Isa::available() {
-        let exact = session::<Exact>(isa, 2);
+        let exact = pinned_session::<Exact>(isa, 2);
         let mut c = Array2::from_elem((5, 7), f32::NAN);
         exact.matmul(&a, &b, &mut c, &Identity).unwrap();
         assert!(c.iter().all(|x| x.to_bits() == 0), "{isa}");
@@ -285,7 +276,7 @@ fn k_zero_gives_the_epilogue_of_zero() {
         exact.silu(&mut want);
         assert_eq!(bits(&c), bits(&want), "{isa}");
 
-        let fast = session::<Fast>(isa, 1);
+        let fast = pinned_session::<Fast>(isa, 1);
         let mut c = Array2::from_elem((5, 7), f32::NAN);
         fast.matmul(
             &a,
@@ -331,7 +322,7 @@ fn batched_items_equal_single_products() {
     let r = Array3::from_shape_fn((batch, m, n), |(q, i, j)| (q * 1000 + i * 10 + j) as f32);
     for isa in Isa::available() {
         for threads in [1, 3] {
-            let s = session::<Exact>(isa, threads);
+            let s = pinned_session::<Exact>(isa, threads);
             // Batch index and per-item offsets reach the epilogue.
             let ep = Residual::batched(r.view()).then(Scale(0.5));
             let mut c = Array3::from_elem((batch, m, n), f32::NAN);
@@ -355,13 +346,13 @@ fn batched_items_equal_single_products() {
                 want += &r.index_axis(ndarray::Axis(0), q);
                 want *= 0.5;
                 assert_eq!(
-                    bits(&c.index_axis(ndarray::Axis(0), q)),
+                    bits(c.index_axis(ndarray::Axis(0), q)),
                     bits(&want),
                     "{isa} item {q}"
                 );
                 let want = naive(&aq, &shared);
                 assert_eq!(
-                    bits(&cb.index_axis(ndarray::Axis(0), q)),
+                    bits(cb.index_axis(ndarray::Axis(0), q)),
                     bits(&want),
                     "{isa} item {q}"
                 );
@@ -470,7 +461,7 @@ fn special_values_propagate_like_the_naive_loop() {
     let want = naive(&a.view(), &b.view());
     for isa in Isa::available() {
         let mut c = Array2::zeros((9, 18));
-        session::<Exact>(isa, 1)
+        pinned_session::<Exact>(isa, 1)
             .matmul(&a, &b, &mut c, &Identity)
             .unwrap();
         for (x, y) in c.iter().zip(&want) {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use activation_kernels::{Error, Isa, Session};
+use activation_kernels::{Error, Exact, Isa, Session};
 use common::*;
 use ndarray::{Array1, Array2, Array3, s};
 
@@ -55,12 +55,7 @@ fn exact_layer_norm_follows_the_canonical_order_on_every_isa_and_thread_count() 
             .collect();
         for isa in Isa::available() {
             for threads in [1, 2, 3] {
-                let s = Session::exact()
-                    .with_isa(isa)
-                    .unwrap()
-                    .with_threads(threads)
-                    .unwrap()
-                    .with_parallel_threshold(0);
+                let s = pinned_session::<Exact>(isa, threads);
                 let mut y = x.clone();
                 s.layer_norm(&mut y, &g, &b, 1e-5).unwrap();
                 assert_eq!(

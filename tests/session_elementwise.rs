@@ -38,11 +38,6 @@ fn call<M: Mode, D: ndarray::Dimension>(
     }
 }
 
-/// The bit patterns, so that NaNs compare equal to themselves.
-fn bits<'a>(a: impl IntoIterator<Item = &'a f32>) -> Vec<u32> {
-    a.into_iter().map(|v| v.to_bits()).collect()
-}
-
 fn kernel(map: MapFn, func: Func, x: f32) -> f32 {
     let mut y = [0f32];
     map(func, Isa::Scalar, &[x], &mut y).unwrap();

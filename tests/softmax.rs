@@ -10,10 +10,6 @@ use common::*;
 use half::{bf16, f16};
 use ndarray::{Array1, Array2, Array3, ArrayD, Axis, IxDyn};
 
-fn bits<'a>(a: impl IntoIterator<Item = &'a f32>) -> Vec<u32> {
-    a.into_iter().map(|v| v.to_bits()).collect()
-}
-
 /// The canonical order written out with plain scalar loops: the oracle for exact mode.
 fn reference_softmax(row: &[f32], log_form: bool) -> Vec<f32> {
     let mut m = f32::NEG_INFINITY;
@@ -97,12 +93,7 @@ fn exact_bits_do_not_depend_on_isa_threads_or_layout() {
             .unwrap();
         for isa in Isa::available() {
             for threads in [1, 2, 8] {
-                let s = Session::exact()
-                    .with_isa(isa)
-                    .unwrap()
-                    .with_threads(threads)
-                    .unwrap()
-                    .with_parallel_threshold(0);
+                let s = pinned_session::<Exact>(isa, threads);
                 let mut a = m.clone();
                 s.softmax(&mut a, Axis(1)).unwrap();
                 assert_eq!(bits(&a), bits(&want), "n {n} {isa} {threads}");

@@ -212,3 +212,21 @@ impl Rng {
         (0..n).map(|_| self.uniform(lo, hi)).collect()
     }
 }
+
+/// The bit patterns in logical order, so that NaNs compare equal to themselves.
+pub fn bits<'a>(a: impl IntoIterator<Item = &'a f32>) -> Vec<u32> {
+    a.into_iter().map(|v| v.to_bits()).collect()
+}
+
+/// A session of mode `M` pinned to `isa` and `threads`, splitting work whatever its size.
+pub fn pinned_session<M: activation_kernels::Mode>(
+    isa: activation_kernels::Isa,
+    threads: usize,
+) -> activation_kernels::Session<M> {
+    activation_kernels::Session::<M>::new()
+        .with_isa(isa)
+        .unwrap()
+        .with_threads(threads)
+        .unwrap()
+        .with_parallel_threshold(0)
+}
