@@ -10,6 +10,18 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common::extensive;
+
+/// The nested build: by default the dev profile without debug info (a fraction of the
+/// release build's time); with `AK_EXTENSIVE=1` the release build users link.
+fn profile_args() -> Vec<&'static str> {
+    if extensive() {
+        vec!["--release"]
+    } else {
+        vec!["--config", "profile.dev.debug=false"]
+    }
+}
+
 /// Runs `cmd`, panicking with `what` if it cannot be started.
 fn run(cmd: &mut Command, what: &str) -> Output {
     cmd.output()
@@ -33,7 +45,8 @@ fn build_static_lib(work: &Path) -> (PathBuf, Vec<String>) {
             .arg("rustc")
             .arg("--manifest-path")
             .arg(manifest_dir.join("Cargo.toml"))
-            .args(["--release", "--lib", "--features", "capi"])
+            .args(profile_args())
+            .args(["--lib", "--features", "capi"])
             .args(["--crate-type", "staticlib"])
             .args(["--", "--print", "native-static-libs"]),
         "building the C library",
@@ -43,7 +56,9 @@ fn build_static_lib(work: &Path) -> (PathBuf, Vec<String>) {
         out.status.success(),
         "cargo rustc --features capi --crate-type staticlib failed:\n{stderr}"
     );
-    let lib = target_dir.join("release").join("libactivation_kernels.a");
+    let lib = target_dir
+        .join(if extensive() { "release" } else { "debug" })
+        .join("libactivation_kernels.a");
     assert!(lib.is_file(), "{} was not built:\n{stderr}", lib.display());
     // rustc prints the note when it compiles the crate; cargo replays it when the build is
     // fresh. If it is missing, the usual Unix list.

@@ -1,10 +1,8 @@
 //! Layer normalisation: the canonical order written out, identity across ISAs and threads,
 //! accuracy against f64, errors.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::{Error, Exact, Isa, Session};
-use common::*;
 use ndarray::{Array1, Array2, Array3, s};
 
 fn canonical(v: impl Iterator<Item = f32>) -> f32 {

@@ -10,7 +10,7 @@ fn child(value: &str, expect: &str) {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "environment_variable_forces_the_isa",
+            "isa_env::environment_variable_forces_the_isa",
             "--test-threads",
             "1",
         ])

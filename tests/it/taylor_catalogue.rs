@@ -15,10 +15,8 @@
 //! check fails on a recorded undefined behaviour, as UBSan with `-fno-sanitize-recover` would.
 #![allow(clippy::excessive_precision)]
 
-mod common;
-
+use crate::common::{float_range, special_values, ulp_error};
 use activation_kernels::{exact, taylor};
-use common::{float_range, special_values, ulp_error};
 
 /// A scalar exp under test.
 type Scalar<'a> = &'a dyn Fn(f32) -> f32;

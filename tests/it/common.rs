@@ -230,3 +230,9 @@ pub fn pinned_session<M: activation_kernels::Mode>(
         .unwrap()
         .with_parallel_threshold(0)
 }
+
+/// Whether the long versions of the sweeps run: `AK_EXTENSIVE=1` (any value but `0` or empty).
+/// By default each sweep runs a strided sample that keeps `cargo test --release` short.
+pub fn extensive() -> bool {
+    std::env::var("AK_EXTENSIVE").is_ok_and(|v| !v.is_empty() && v != "0")
+}

@@ -1,10 +1,8 @@
 //! The session's element-wise operators over ndarray: every layout, every ISA, both modes,
 //! 16-bit types over all their bit patterns, thread invariance and errors.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::{Error, Exact, Fast, Func, Isa, Mode, Session, exact, fast};
-use common::*;
 use half::{bf16, f16};
 use ndarray::{Array, Array1, Array2, Array3, ArrayD, IxDyn, ShapeBuilder, s};
 

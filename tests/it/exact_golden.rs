@@ -1,10 +1,8 @@
 //! The exact kernels against the golden vectors and digests of an independent implementation
 //! of the spec (`tests/data/`), on every available instruction set.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::{Func, Isa, exact};
-use common::*;
 
 #[test]
 fn every_function_matches_every_golden_pair_on_every_isa() {

@@ -1,12 +1,10 @@
 //! Softmax, log-softmax and masked softmax: the canonical order, identity across ISAs, threads
 //! and layouts, accuracy against f64, masks, policies and special rows.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::ops::softmax::OnlineSoftmax;
 use activation_kernels::session::Mask;
 use activation_kernels::{Error, Exact, Fast, Isa, MaskedRow, Mode, Session, exact};
-use common::*;
 use half::{bf16, f16};
 use ndarray::{Array1, Array2, Array3, ArrayD, Axis, IxDyn};
 

@@ -2,10 +2,8 @@
 //! scalar path. Long: run by hand with `cargo test --release -- --ignored exhaustive` and record
 //! the time in BENCHMARKS.md.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::{Func, Isa};
-use common::*;
 use rayon::prelude::*;
 
 #[test]

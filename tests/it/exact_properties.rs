@@ -1,9 +1,7 @@
 //! Properties of the exact kernels the golden vectors do not spell out.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::{Func, Isa, exact};
-use common::*;
 
 #[test]
 fn exp_nonpositive_equals_exp_down_to_the_flush_and_is_zero_below() {

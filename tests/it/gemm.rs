@@ -3,9 +3,7 @@
 //! within the bound of a sequential fp32 sum; every element through the epilogue exactly once;
 //! shape errors.
 
-mod common;
-
-use common::{bits, pinned_session};
+use crate::common::{bits, pinned_session};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 

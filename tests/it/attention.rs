@@ -2,11 +2,9 @@
 //! seq_q != seq_k); exact bits identical across ISAs, threads and block sizes, and equal to the
 //! separate GEMM, masked softmax and GEMM; no NaN from fully masked rows or tiles.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::session::{AttentionOptions, Mask};
 use activation_kernels::{Exact, Fast, Isa, MaskedRow, Mode, Session};
-use common::*;
 use ndarray::{Array1, Array2, Array4, ArrayD, Axis, IxDyn, s};
 
 struct Case {

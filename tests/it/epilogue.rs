@@ -2,13 +2,11 @@
 //! finished C afterwards, bit for bit, in both modes, on every instruction set; applied directly
 //! they work on tiles of any layout, and a user's own GEMM can call them on its own tiles.
 
-mod common;
-
+use crate::common::{bits, pinned_session};
 use activation_kernels::epilogue::{
     Activation, Bias, BiasActivation, Chain, FromFn, Identity, Residual, Scale, TileEpilogue,
 };
 use activation_kernels::{Error, Exact, Fast, Func, Isa, Mode, Session};
-use common::{bits, pinned_session};
 use ndarray::{Array1, Array2, ArrayRef2, ShapeBuilder, s};
 
 fn values(r: usize, c: usize, seed: u64, scale: f32) -> Array2<f32> {

@@ -1,10 +1,8 @@
 //! Fast mode: the fast exp against its golden vectors and digest, the rational GELU against the
 //! exact kernel, the special values and clamps, and the scalar functions against the slices.
 
-mod common;
-
+use crate::common::*;
 use activation_kernels::{Func, Isa, exact, fast};
-use common::*;
 
 #[test]
 fn fast_exp_matches_every_golden_pair_and_the_digest_on_every_isa() {
