@@ -14,7 +14,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod accuracy;
 #[cfg(feature = "capi")]
 pub mod capi;
 pub mod epilogue;

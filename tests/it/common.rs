@@ -132,10 +132,10 @@ fn unordered(k: i64) -> f32 {
     }
 }
 
-/// The spec's ulp measure, from the crate's accuracy module (one definition for the tool and
-/// the tests).
+/// The spec's ulp measure, from the accuracy tool (`tools/accuracy`; one definition for the
+/// tool and the tests).
 #[allow(unused_imports)]
-pub use activation_kernels::accuracy::ulp_error;
+pub use ak_accuracy::ulp_error;
 
 /// Runs `f` for every available instruction set.
 pub fn for_each_isa(mut f: impl FnMut(activation_kernels::Isa)) {

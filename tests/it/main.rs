@@ -6,7 +6,6 @@
 
 mod common;
 
-mod accuracy_table;
 mod attention;
 mod capi;
 mod cross_isa;

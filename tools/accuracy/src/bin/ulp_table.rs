@@ -2,8 +2,8 @@
 //! written as Markdown, with a plot of the error over x per function.
 //!
 //! ```text
-//! cargo run --release --example ulp_table -- --out table.md --plots docs/accuracy
-//! cargo run --release --example ulp_table -- --stride 101 --only gelu_erf,silu
+//! cargo run --release -p ak-accuracy --bin ulp_table -- --out table.md --plots docs/accuracy
+//! cargo run --release -p ak-accuracy --bin ulp_table -- --stride 101 --only gelu_erf,silu
 //! ```
 //!
 //! Options:
@@ -28,8 +28,8 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use activation_kernels::accuracy::{self, Metric, Options, Outcome, Row, RowMode, Sweep};
 use activation_kernels::{Func, Isa};
+use ak_accuracy::{self as accuracy, Metric, Options, Outcome, Row, RowMode, Sweep};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -186,7 +186,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut md = String::new();
     md.push_str(&format!(
         "Measured {} on {machine}; run time {}.\n\
-         Command: `cargo run --release --example ulp_table -- {}`\n\n",
+         Command: `cargo run --release -p ak-accuracy --bin ulp_table -- {}`\n\n",
         utc_date(),
         duration(elapsed),
         command_line(),

@@ -2,16 +2,16 @@
 
 use std::fmt;
 
-use super::reference::{Reference, abs_diff, ulp_error};
-use super::sweep::{Options, Outcome, count, sweep};
-use crate::{Error, Func, Isa, exact, fast};
+use crate::reference::{Reference, abs_diff, ulp_error};
+use crate::sweep::{Options, Outcome, count, sweep};
+use activation_kernels::{Error, Func, Isa, exact, fast};
 
 /// The mode a row measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RowMode {
-    /// [`crate::exact::map`]: the spec's bits.
+    /// [`activation_kernels::exact::map`]: the spec's bits.
     Exact,
-    /// [`crate::fast::map`]: fused multiply-adds, the fast exp, the rational GELU.
+    /// [`activation_kernels::fast::map`]: fused multiply-adds, the fast exp, the rational GELU.
     Fast,
 }
 
@@ -34,7 +34,7 @@ impl fmt::Display for RowMode {
 /// What a row compares the kernel's output with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Metric {
-    /// Error in fp32 ulps against an f64 reference ([`super::ulp_error`]).
+    /// Error in fp32 ulps against an f64 reference ([`crate::ulp_error`]).
     Ulp(Reference),
     /// Absolute error `|got - exact|` against the exact kernel of the same function.
     AbsVsExact,
@@ -293,7 +293,7 @@ pub const GELU_TANH_TAIL_BOUNDS: [f64; 2] = [62.0, 218.5];
 /// results are floats of the same binade, so their difference is a multiple of the output's
 /// ulp: in `[4, 8)`, `2^-21`, and a literal 9.5e-7 would allow one ulp there, which a rational
 /// erf with the spec's own "about six units in the last place of erf near 1" cannot give.
-/// `tests/fast_kernels.rs` pins the same figure.
+/// `tests/it/fast_kernels.rs` pins the same figure.
 pub const RATIONAL_GELU_ABS_BOUND: f64 = 9.536_743_164_062_5e-7;
 
 /// A row of one mode: function, sweep, range, bound, where the bound comes from.

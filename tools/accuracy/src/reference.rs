@@ -2,7 +2,7 @@
 
 use std::f64::consts::SQRT_2;
 
-use crate::Func;
+use activation_kernels::Func;
 
 /// `sqrt(2/pi)` in f64 (the true constant; the kernels use its fp32 rounding).
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -98,7 +98,7 @@ impl Reference {
 /// subnormal `2^-149` at 0. A value that rounds to infinity gets the spacing at `FLT_MAX`.
 ///
 /// ```
-/// use activation_kernels::accuracy::spacing;
+/// use ak_accuracy::spacing;
 /// assert_eq!(spacing(1.0), f64::powi(2.0, -23));
 /// assert_eq!(spacing(-3.0), f64::powi(2.0, -22));
 /// assert_eq!(spacing(0.0), f64::powi(2.0, -149));
@@ -123,7 +123,7 @@ pub fn spacing(y: f64) -> f64 {
 /// reference, is `+inf`.
 ///
 /// ```
-/// use activation_kernels::accuracy::ulp_error;
+/// use ak_accuracy::ulp_error;
 /// let one_up = f32::from_bits(1.0f32.to_bits() + 1);
 /// assert_eq!(ulp_error(1.0, 1.0 + 1e-12), 0.0);
 /// assert!((ulp_error(one_up, 1.0) - 1.0).abs() < 1e-12);

@@ -1,5 +1,8 @@
-//! Measured accuracy, the spec's way ("Measured error"), as a library: the crate's published
-//! table (`ACCURACY.md`), its tests and the `ulp_table` example all measure through this module.
+//! Measured accuracy of `activation-kernels`, the spec's way ("Measured error"): the published
+//! table (`ACCURACY.md`), its tests and the `ulp_table` tool all measure through this crate.
+//! It is a tool of the repository, not published, and uses only the library's public API
+//! ([`activation_kernels::exact::map`], [`activation_kernels::fast::map`], `Func`, `Isa`,
+//! `Error`): the f64 references (and their `libm`) stay out of the library's dependencies.
 //!
 //! * **Error** of a result `got` at `x`: `|got - reference(x)| / spacing`, where the reference
 //!   is computed in f64 ([`Reference`]) and the spacing is the fp32 spacing at the correctly
@@ -10,12 +13,12 @@
 //!   "wide" every 67th value of that order from the low end ([`count`], [`ordered`]).
 //! * **Rows** ([`rows`]): a function, a mode, a range, a stride, and the bound it must meet.
 //!   [`Row::run`] sweeps one on every core (rayon), the kernels running in chunks through
-//!   [`crate::exact::map`] or [`crate::fast::map`]; the result is the value count, the largest
-//!   error and the first `x` in sweep order where it occurs, which do not depend on the thread
-//!   count or the instruction set.
+//!   `exact::map` or `fast::map`; the result is the value count, the largest error and the
+//!   first `x` in sweep order where it occurs, which do not depend on the thread count or the
+//!   instruction set.
 //!
 //! ```
-//! use activation_kernels::accuracy::{self, Options};
+//! use ak_accuracy::{self as accuracy, Options};
 //! let row = accuracy::rows().into_iter().find(|r| r.id() == "exact exp hot").unwrap();
 //! assert_eq!(row.count(1), 2_197_815_297);
 //! // Every 100003rd value of the stride-1 sweep: 21,978 values.

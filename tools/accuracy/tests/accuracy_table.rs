@@ -2,11 +2,11 @@
 //! row at a coarse stride against its pinned bound, and the published `ACCURACY.md` against
 //! the code.
 
-use activation_kernels::accuracy::{
-    self, Metric, Options, Reference, Row, RowMode, Sweep, count, from_ordered, ordered, spacing,
-    sweep, ulp_error,
-};
 use activation_kernels::{Func, Isa};
+use ak_accuracy::{
+    self as accuracy, Metric, Options, Reference, Row, RowMode, Sweep, count, from_ordered,
+    ordered, spacing, sweep, ulp_error,
+};
 
 /// The stride multiplier of the coarse runs of the big rows: a prime, so the samples do not
 /// line up with the power-of-two structure of the floats.
@@ -349,7 +349,8 @@ struct Published {
 }
 
 fn published() -> Vec<Published> {
-    let path = format!("{}/ACCURACY.md", env!("CARGO_MANIFEST_DIR"));
+    // The repository's root, two folders above this package.
+    let path = format!("{}/../../ACCURACY.md", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let header = accuracy::markdown_header().lines().next().unwrap();
     let mut lines = text.lines().skip_while(|l| *l != header).skip(2);

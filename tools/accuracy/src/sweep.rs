@@ -2,14 +2,14 @@
 
 use rayon::prelude::*;
 
-use crate::{Error, Isa};
+use activation_kernels::{Error, Isa};
 
 /// The position of `x` in the increasing order of the fp32 values: `0` for both zeros,
 /// `k` for the `k`-th float above zero, `-k` for the `k`-th below. Consecutive floats have
 /// consecutive positions. `x` must not be NaN (NaN is not in any range).
 ///
 /// ```
-/// use activation_kernels::accuracy::{ordered, from_ordered};
+/// use ak_accuracy::{ordered, from_ordered};
 /// assert_eq!(ordered(0.0), 0);
 /// assert_eq!(ordered(-0.0), 0);
 /// assert_eq!(ordered(f32::from_bits(1)), 1);
@@ -36,7 +36,7 @@ pub fn from_ordered(k: i64) -> f32 {
 /// range in increasing order, one zero, then every `stride`-th of them from `lo` on.
 ///
 /// ```
-/// use activation_kernels::accuracy::count;
+/// use ak_accuracy::count;
 /// assert_eq!(count(-16.0, 16.0, 1), 2_197_815_297);
 /// assert_eq!(count(1.0, 2.0, 1), (1 << 23) + 1);
 /// assert_eq!(count(1.0, 2.0, 2), (1 << 22) + 1);
@@ -153,7 +153,7 @@ impl Acc {
 /// A NaN error counts as `+inf`. The first error `errors` returns ends the sweep with it.
 ///
 /// ```
-/// use activation_kernels::accuracy::{sweep, Options};
+/// use ak_accuracy::{sweep, Options};
 /// // |x - 1|, largest at both ends of [0.5, 1.5]: the first in sweep order is 0.5.
 /// let out = sweep(0.5, 1.5, 1, &Options::default(), |xs, errs| {
 ///     for (x, e) in xs.iter().zip(errs.iter_mut()) {
