@@ -6,30 +6,18 @@
 //! cargo run --release -p ak-accuracy --bin ulp_table -- --stride 101 --only gelu_erf,silu
 //! ```
 //!
-//! Options:
-//!
-//! * `--stride N`: visit every N-th value of each row's sweep (default 1: the published table,
-//!   every value of the hot ranges and every 67th of the wide ones; N multiplies the row's
-//!   stride, so the wide rows run at 67 N).
-//! * `--only NAME[,NAME...]`: only the rows of these functions (`exp`, `log`, `tanh`, `erf`,
-//!   `sigmoid`, `gelu_erf`, `gelu_tanh`, `silu`); may be repeated.
-//! * `--mode exact|fast`: only the rows of one mode.
-//! * `--out FILE`: write the Markdown table (with machine, date, run time) to FILE.
-//! * `--plots DIR`: write one SVG per function to DIR (the largest error per bin of x).
-//! * `--bins N`: bins of x per plot (default 400).
-//! * `--list`: print the rows and their value counts, evaluate nothing.
-//!
-//! Every row runs on every core (rayon); rows longer than ten million values show a progress
-//! bar on a terminal. The maxima and their x do not depend on the thread count or the
-//! instruction set.
+//! `--help` lists the options.
 
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use activation_kernels::{Func, Isa};
 use ak_accuracy::{self as accuracy, Metric, Options, Outcome, Row, RowMode, Sweep};
+use clap::builder::RangedU64ValueParser;
+use clap::{Parser, ValueEnum, value_parser};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -37,81 +25,76 @@ use plotters::prelude::*;
 /// Rows with more values than this get a progress bar.
 const LONG_ROW: u64 = 10_000_000;
 
+/// The accuracy table: the spec's "Measured error" method for every function of
+/// activation-kernels in both modes, printed as Markdown, with a plot of the error over x per
+/// function.
+///
+/// Every row runs on every core; rows of more than ten million values show a progress bar on a
+/// terminal. The maxima and their x do not depend on the thread count or the instruction set.
+#[derive(Parser, Debug)]
+#[command(name = "ulp_table")]
 struct Args {
+    /// Visit every N-th value of each row's sweep. 1 is the published table: every value of the
+    /// hot ranges and every 67th of the wide ones (N multiplies the row's stride, so the wide
+    /// rows run at 67 N).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = value_parser!(u64).range(1..))]
     stride: u64,
-    only: Vec<String>,
-    mode: Option<RowMode>,
+    /// Only the rows of these functions (exp, log, tanh, erf, sigmoid, gelu_erf, gelu_tanh,
+    /// silu); a comma-separated list, and the option may be repeated.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    only: Vec<Func>,
+    /// Only the rows of one mode.
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// Write the Markdown table (with the machine, date and run time) to FILE.
+    #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Write one SVG per function to DIR (the largest error per bin of x).
+    #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    /// Bins of x per plot.
+    #[arg(long, value_name = "N", default_value_t = 400, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
     bins: usize,
+    /// Print the rows and their value counts; evaluate nothing.
+    #[arg(long)]
     list: bool,
 }
 
-const USAGE: &str = "usage: ulp_table [--stride N] [--only NAME[,NAME..]] [--mode exact|fast] \
-                     [--out FILE] [--plots DIR] [--bins N] [--list]";
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        stride: 1,
-        only: Vec::new(),
-        mode: None,
-        out: None,
-        plots: None,
-        bins: 400,
-        list: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value\n{USAGE}"));
-        match a.as_str() {
-            "--stride" => {
-                args.stride = value("--stride")?
-                    .parse()
-                    .map_err(|e| format!("--stride: {e}"))?;
-                if args.stride == 0 {
-                    return Err("--stride must be at least 1".into());
-                }
-            }
-            "--only" => {
-                for name in value("--only")?.split(',') {
-                    let f: Func = name.parse().map_err(|e| format!("--only: {e}"))?;
-                    args.only.push(f.name().to_string());
-                }
-            }
-            "--mode" => {
-                args.mode = Some(match value("--mode")?.as_str() {
-                    "exact" => RowMode::Exact,
-                    "fast" => RowMode::Fast,
-                    m => return Err(format!("--mode: expected exact or fast, got {m:?}")),
-                })
-            }
-            "--out" => args.out = Some(value("--out")?.into()),
-            "--plots" => args.plots = Some(value("--plots")?.into()),
-            "--bins" => {
-                args.bins = value("--bins")?
-                    .parse()
-                    .map_err(|e| format!("--bins: {e}"))?;
-                if args.bins == 0 {
-                    return Err("--bins must be at least 1".into());
-                }
-            }
-            "--list" => args.list = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
-        }
-    }
-    Ok(args)
+/// The modes `--mode` takes.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ModeArg {
+    /// Exact mode: the spec's bits.
+    Exact,
+    /// Fast mode: fused multiply-adds, the fast exp, the rational GELU.
+    Fast,
 }
 
-fn main() -> Result<(), Box<dyn Error>> {
-    let args = parse_args()?;
+impl From<ModeArg> for RowMode {
+    fn from(m: ModeArg) -> RowMode {
+        match m {
+            ModeArg::Exact => RowMode::Exact,
+            ModeArg::Fast => RowMode::Fast,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ulp_table: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    let mode = args.mode.map(RowMode::from);
     let rows: Vec<Row> = accuracy::rows()
         .into_iter()
-        .filter(|r| args.only.is_empty() || args.only.iter().any(|n| n == r.name()))
-        .filter(|r| args.mode.is_none_or(|m| m == r.mode))
+        .filter(|r| args.only.is_empty() || args.only.contains(&r.func))
+        .filter(|r| mode.is_none_or(|m| m == r.mode))
         .collect();
     if args.list {
         for r in &rows {

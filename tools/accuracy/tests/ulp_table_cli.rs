@@ -1,0 +1,95 @@
+//! The `ulp_table` tool as a user runs it: its help, its argument errors, and a short run.
+
+use std::process::{Command, Output};
+
+/// Runs `ulp_table` with `args`.
+fn ulp_table(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ulp_table"))
+        .args(args)
+        .output()
+        .expect("ulp_table runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn help_prints_the_usage_and_every_option() {
+    let o = ulp_table(&["--help"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Usage: ulp_table"), "{out}");
+    for opt in [
+        "--stride <N>",
+        "--only <NAME>",
+        "--mode <MODE>",
+        "--out <FILE>",
+        "--plots <DIR>",
+        "--bins <N>",
+        "--list",
+    ] {
+        assert!(out.contains(opt), "{opt} missing from --help:\n{out}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for (args, says) in [
+        (&["--strid", "3"][..], "--strid"),
+        (&["--stride", "0"][..], "--stride"),
+        (&["--stride", "-1"][..], "-1"),
+        (&["--bins", "0"][..], "--bins"),
+        (&["--mode", "exactly"][..], "exactly"),
+        (&["--only", "gelu"][..], "gelu"),
+        (&["--stride"][..], "--stride"),
+    ] {
+        let o = ulp_table(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert!(err.contains("--help"), "{args:?}: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn list_prints_the_selected_rows() {
+    let o = ulp_table(&["--list", "--only", "silu", "--mode", "exact"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("exact silu hot"), "{out}");
+    assert!(
+        lines[0].contains("2,197,815,297 values at stride 1"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("exact silu wide"), "{out}");
+    assert!(lines[1].ends_with("values at stride 67"), "{out}");
+}
+
+#[test]
+fn a_coarse_run_prints_the_table() {
+    let o = ulp_table(&["--stride", "100003", "--only", "gelu_erf,silu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let (_, table) = out
+        .split_once(ak_accuracy::markdown_header())
+        .unwrap_or_else(|| panic!("no table header in:\n{out}"));
+    let n = ak_accuracy::rows()
+        .iter()
+        .filter(|r| matches!(r.name(), "gelu_erf" | "silu"))
+        .count();
+    let table = table.lines().filter(|l| l.starts_with('|')).count();
+    assert_eq!(table, n, "{out}");
+    assert!(
+        out.contains("--stride 100003 --only gelu_erf,silu"),
+        "{out}"
+    );
+}
