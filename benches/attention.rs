@@ -6,9 +6,9 @@
 //! cargo bench --bench attention
 //! ```
 
+use activation_kernels::AttentionOptions;
 use activation_kernels::Session;
 use activation_kernels::epilogue::Identity;
-use activation_kernels::session::AttentionOptions;
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
 use ndarray::{Array2, Array4};
 
@@ -33,10 +33,16 @@ fn attention(c: &mut Criterion) {
     let e = Session::exact().with_threads(1).unwrap();
     let f = Session::fast().with_threads(1).unwrap();
     g.bench_function("exact", |b| {
-        b.iter(|| e.attention(black_box(&q), &k, &v, &mut out, &opts).unwrap())
+        b.iter(|| {
+            e.attention_into(black_box(&q), &k, &v, &mut out, &opts)
+                .unwrap()
+        })
     });
     g.bench_function("fast", |b| {
-        b.iter(|| f.attention(black_box(&q), &k, &v, &mut out, &opts).unwrap())
+        b.iter(|| {
+            f.attention_into(black_box(&q), &k, &v, &mut out, &opts)
+                .unwrap()
+        })
     });
     g.finish();
     // The fast GEMM's FLOP rate in the same run, on a 1024-cube.
@@ -47,7 +53,10 @@ fn attention(c: &mut Criterion) {
     let bm = Array2::from_shape_vec((1024, 1024), data(1 << 20, 5)).unwrap();
     let mut cm = Array2::<f32>::zeros((1024, 1024));
     g.bench_function("fast-gemm", |b| {
-        b.iter(|| f.matmul(black_box(&a), &bm, &mut cm, &Identity).unwrap())
+        b.iter(|| {
+            f.matmul_into(black_box(&a), &bm, &mut cm, &Identity)
+                .unwrap()
+        })
     });
     g.finish();
 }

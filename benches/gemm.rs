@@ -57,10 +57,10 @@ fn bench_gemm(c: &mut Criterion) {
         let exact = session::<Exact>(isa, 1);
         let fast = session::<Fast>(isa, 1);
         product(&mut g, format!("exact-{isa}"), &|c| {
-            exact.matmul(&a, &b, c, &Identity).unwrap()
+            exact.matmul_into(&a, &b, c, &Identity).unwrap()
         });
         product(&mut g, format!("fast-{isa}"), &|c| {
-            fast.matmul(&a, &b, c, &Identity).unwrap()
+            fast.matmul_into(&a, &b, c, &Identity).unwrap()
         });
     }
 
@@ -69,13 +69,13 @@ fn bench_gemm(c: &mut Criterion) {
     let fast_ep = fast.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
     let exact_ep = exact.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
     product(&mut g, "fast-bias-gelu".into(), &|c| {
-        fast.matmul(&a, &b, c, &fast_ep).unwrap()
+        fast.matmul_into(&a, &b, c, &fast_ep).unwrap()
     });
     product(&mut g, "exact-bias-gelu".into(), &|c| {
-        exact.matmul(&a, &b, c, &exact_ep).unwrap()
+        exact.matmul_into(&a, &b, c, &exact_ep).unwrap()
     });
     product(&mut g, "fast-bias-gelu-unfused".into(), &|c| {
-        fast.matmul(&a, &b, c, &Identity).unwrap();
+        fast.matmul_into(&a, &b, c, &Identity).unwrap();
         Bias::per_column(&bias[..]).apply(c, 0, 0);
         fast.gelu(c);
     });
@@ -87,13 +87,13 @@ fn bench_gemm(c: &mut Criterion) {
     let exact2 = session::<Exact>(best, 2).with_parallel_threshold(0);
     let fast2_ep = fast2.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
     product(&mut g, format!("exact-{best}-2t"), &|c| {
-        exact2.matmul(&a, &b, c, &Identity).unwrap()
+        exact2.matmul_into(&a, &b, c, &Identity).unwrap()
     });
     product(&mut g, format!("fast-{best}-2t"), &|c| {
-        fast2.matmul(&a, &b, c, &Identity).unwrap()
+        fast2.matmul_into(&a, &b, c, &Identity).unwrap()
     });
     product(&mut g, "fast-bias-gelu-2t".into(), &|c| {
-        fast2.matmul(&a, &b, c, &fast2_ep).unwrap()
+        fast2.matmul_into(&a, &b, c, &fast2_ep).unwrap()
     });
     g.finish();
 }

@@ -6,8 +6,8 @@
 //! cargo bench --bench softmax
 //! ```
 
+use activation_kernels::Mask;
 use activation_kernels::Session;
-use activation_kernels::session::Mask;
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
 use ndarray::{Array2, Array3, Axis};
 

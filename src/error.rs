@@ -8,7 +8,7 @@ use crate::Isa;
 #[non_exhaustive]
 pub enum Error {
     /// The instruction set was asked for, but this CPU does not run it.
-    #[error("instruction set {isa} is not available on this CPU (available: {})", crate::Isa::available().iter().map(|i| i.name()).collect::<Vec<_>>().join(", "))]
+    #[error("instruction set {isa} is not available on this CPU")]
     IsaUnavailable {
         /// The instruction set asked for.
         isa: Isa,
@@ -51,4 +51,30 @@ pub enum Error {
     /// The session's own thread pool could not be built.
     #[error("thread pool: {0}")]
     ThreadPool(String),
+}
+
+/// `Err(LengthMismatch)` unless the lengths are equal.
+pub(crate) fn same_length(src: usize, dst: usize) -> Result<(), Error> {
+    if src == dst {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { src, dst })
+    }
+}
+
+/// `Err(ShapeMismatch)` unless `found == expected`.
+pub(crate) fn same_shape(
+    what: &'static str,
+    expected: &[usize],
+    found: &[usize],
+) -> Result<(), Error> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::ShapeMismatch {
+            what,
+            expected: expected.to_vec(),
+            found: found.to_vec(),
+        })
+    }
 }

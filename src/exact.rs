@@ -27,8 +27,9 @@ scalar_fns! { Exact;
     /// `e^x`: `+inf` above 88.72283, `+0` below -103.97208, canonical NaN for NaN. 1.2 ulp.
     exp => ops::exp::exp;
     /// `e^x` for `x <= 0`, flushing results below the normal range (`x < -87.33654`) to `+0`.
-    /// Equals [`exp`] bit for bit on `[-87.33654, 0]`. For `x > 0`: see
-    /// [`ops::exp::exp_nonpositive`].
+    /// Equals [`exp`] bit for bit on `[-87.33654, 0]`. For `x > 0` (outside the spec) the
+    /// crate's choice: the same single-scale formula, [`exp`] to within its bound while `2^n`
+    /// is finite, and `+inf` from the first `x` whose `n` reaches 128 (about 88.38) on.
     exp_nonpositive => ops::exp::exp_nonpositive;
     /// Natural logarithm: `-inf` at `+-0`, `+inf` at `+inf`, canonical NaN below 0. 2.1 ulp.
     log => ops::log::log;
@@ -54,12 +55,15 @@ scalar_fns! { Exact;
 /// Errors: [`Error::LengthMismatch`] if the lengths differ, [`Error::IsaUnavailable`] if this
 /// CPU lacks `isa`.
 pub fn map(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Error> {
-    ops::map::map_slice::<Exact>(func, isa, src, dst)
+    crate::error::same_length(src.len(), dst.len())?;
+    ops::map::map_slice::<Exact>(func, isa.supported()?, src, dst);
+    Ok(())
 }
 
 /// `data[i] = func(data[i])` in exact mode on `isa`.
 ///
 /// Errors: [`Error::IsaUnavailable`] if this CPU lacks `isa`.
 pub fn map_in_place(func: Func, isa: Isa, data: &mut [f32]) -> Result<(), Error> {
-    ops::map::map_slice_in_place::<Exact>(func, isa, data)
+    ops::map::map_slice_in_place::<Exact>(func, isa.supported()?, data);
+    Ok(())
 }

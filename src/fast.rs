@@ -18,7 +18,16 @@ use crate::lanes::Scalar;
 use crate::ops;
 use crate::{Error, Fast, Func, Isa};
 
-/// The spec's `FastMath::exp` on one value (see [`ops::exp::fast_exp`]).
+/// The spec's `FastMath::exp` on one value: `x` clamped to `[-87.3, 88.3]`, fused reduction,
+/// a degree-3 polynomial, one `2^n` scale; about 2.3 ulp. `+0` below `-87.3`; above `88.3`
+/// (and at `+inf`) it is `exp(88.3)`, about `2.2e38`, not `+inf`: the spec's clamp. Canonical
+/// NaN for NaN.
+///
+/// ```
+/// use activation_kernels::fast;
+/// assert!(fast::exp(f32::INFINITY).is_finite());
+/// assert_eq!(fast::exp(-100.0), 0.0);
+/// ```
 #[inline]
 pub fn exp(x: f32) -> f32 {
     ops::exp::fast_exp(Scalar::new(), x)
@@ -41,8 +50,10 @@ scalar_fns! { Fast;
     one_plus_erf => ops::erf::one_plus_erf;
 }
 
-/// GELU, erf form: the rational approximation of the spec (see
-/// [`ops::gelu::gelu_erf_rational`]).
+/// GELU, erf form: the rational approximation of the spec, `c = min(|x|, 5.6)`,
+/// `erf = copysign(c P(c^2) / Q(c^2), x)` with fused Horner steps, `(0.5 x)(1 + erf)`; `-0`
+/// below `-5.6`. Against the exact kernel: absolute error at most `2^-20`, and `2.4e-7`
+/// relative to `max(1, |x|)`.
 #[inline]
 pub fn gelu_erf(x: f32) -> f32 {
     ops::gelu::gelu_erf_rational(Scalar::new(), x)
@@ -53,12 +64,15 @@ pub fn gelu_erf(x: f32) -> f32 {
 /// Errors: [`Error::LengthMismatch`] if the lengths differ, [`Error::IsaUnavailable`] if this
 /// CPU lacks `isa`.
 pub fn map(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Error> {
-    ops::map::map_slice::<Fast>(func, isa, src, dst)
+    crate::error::same_length(src.len(), dst.len())?;
+    ops::map::map_slice::<Fast>(func, isa.supported()?, src, dst);
+    Ok(())
 }
 
 /// `data[i] = func(data[i])` in fast mode on `isa`.
 ///
 /// Errors: [`Error::IsaUnavailable`] if this CPU lacks `isa`.
 pub fn map_in_place(func: Func, isa: Isa, data: &mut [f32]) -> Result<(), Error> {
-    ops::map::map_slice_in_place::<Fast>(func, isa, data)
+    ops::map::map_slice_in_place::<Fast>(func, isa.supported()?, data);
+    Ok(())
 }

@@ -14,25 +14,37 @@
 //! ```
 #![deny(missing_docs)]
 
+// The layers, bottom up: each group imports only the groups above it.
+//
+// Known to every layer: the error, the modes, the element types.
+mod element;
+mod error;
+mod mode;
+// Lane types, instruction-set detection and dispatch.
+mod lanes;
+// The kernels over lanes: rows and slices of f32, no tensors.
+mod ops;
+// One row of a tensor brought to an f32 kernel.
+mod rows;
+// The GEMM and the tile epilogues it calls.
+pub mod epilogue;
+mod gemm;
+// The session: every operator on ndarray tensors.
+mod session;
+// Single values and slices, and the C interface.
 #[cfg(feature = "capi")]
 pub mod capi;
-pub mod epilogue;
-mod error;
 pub mod exact;
 pub mod fast;
-pub mod gemm;
-pub mod lanes;
-mod mode;
-pub mod ops;
-pub mod session;
 
+pub use element::Element;
 pub use error::Error;
 pub use lanes::Isa;
 pub use mode::{Exact, Fast, Mode};
 pub use ops::exp::taylor;
 pub use ops::func::Func;
 pub use ops::softmax::MaskedRow;
-pub use session::{Element, Session};
+pub use session::{AttentionOptions, Mask, Session};
 
 /// The README's examples, run as doc tests.
 #[cfg(doctest)]

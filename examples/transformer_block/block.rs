@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use activation_kernels::AttentionOptions;
 use activation_kernels::epilogue::{Bias, Chain, Residual};
-use activation_kernels::session::AttentionOptions;
 use activation_kernels::{Error, Func, Mode, Session};
 use ndarray::{Array1, Array2, Array4, ArrayView2, s};
 
@@ -146,7 +146,7 @@ pub fn forward<M: Mode>(
     })?;
     let mut qkv = Array2::<f32>::zeros((c.tokens(), 3 * d));
     t.time("qkv projection + bias", || {
-        s.matmul(&h, &w.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
+        s.matmul_into(&h, &w.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
     })?;
     // [tokens, 3d] as [batch, seq, 3, heads, hd], then q, k, v as [batch, heads, seq, hd] views.
     let qkv5 = qkv
@@ -161,14 +161,14 @@ pub fn forward<M: Mode>(
     let mut heads_out = Array4::<f32>::zeros((c.batch, c.seq, c.heads, hd));
     t.time("causal attention", || {
         let mut o = heads_out.view_mut().permuted_axes([0, 2, 1, 3]);
-        s.attention(&q, &k, &v, &mut o, &AttentionOptions::default().causal())
+        s.attention_into(&q, &k, &v, &mut o, &AttentionOptions::default().causal())
     })?;
     let attn = heads_out
         .into_shape_with_order((c.tokens(), d))
         .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let mut x1 = Array2::<f32>::zeros((c.tokens(), d));
     t.time("output projection + bias + residual", || {
-        s.matmul(
+        s.matmul_into(
             &attn,
             &w.w_o,
             &mut x1,
@@ -181,7 +181,7 @@ pub fn forward<M: Mode>(
     })?;
     let mut u = Array2::<f32>::zeros((c.tokens(), c.d_ff));
     t.time("mlp up + bias + gelu", || {
-        s.matmul(
+        s.matmul_into(
             &h2,
             &w.w_up,
             &mut u,
@@ -190,7 +190,7 @@ pub fn forward<M: Mode>(
     })?;
     let mut y = Array2::<f32>::zeros((c.tokens(), d));
     t.time("mlp down + bias + residual", || {
-        s.matmul(
+        s.matmul_into(
             &u,
             &w.w_down,
             &mut y,

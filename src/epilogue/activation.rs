@@ -2,8 +2,8 @@
 //! [`BiasActivation`].
 //!
 //! Both dispatch once per tile to the instruction set's trampoline and run the operator's slice
-//! kernel ([`map_lanes_in_place`]) row by row, so the bits are those of
-//! [`Session::apply`] on the finished matrix: the same kernel on the same lanes, and every
+//! kernel row by row, so the bits are those of
+//! [`Session::apply`](crate::Session::apply) on the finished matrix: the same kernel on the same lanes, and every
 //! element independent of its neighbours and of where a register boundary falls.
 
 use std::marker::PhantomData;
@@ -11,18 +11,19 @@ use std::marker::PhantomData;
 use ndarray::{ArrayRef2, Axis};
 
 use super::{Bias, TileEpilogue};
-use crate::lanes::{Lanes, WithLanes};
+use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::ops::Kernel;
 use crate::ops::func::KernelVisitor;
 use crate::ops::map::map_lanes_in_place;
-use crate::{Error, Func, Isa, Mode, Session};
+use crate::rows::with_row_mut;
+use crate::{Error, Func, Isa, Mode};
 
 /// Applies an element-wise function of the crate to every element, in mode `M` on one
-/// instruction set: exactly what [`Session::apply`] does to the finished matrix, with the same
-/// bits, but on each tile while it is in cache.
+/// instruction set: exactly what [`Session::apply`](crate::Session::apply) does to the finished
+/// matrix, with the same bits, but on each tile while it is in cache.
 ///
-/// Build it with [`Session::activation`] (the session's mode and instruction set) or
-/// [`Activation::new`].
+/// Build it with [`Session::activation`](crate::Session::activation) (the session's mode and
+/// instruction set) or [`Activation::new`].
 ///
 /// ```
 /// use activation_kernels::{Func, Session};
@@ -37,18 +38,23 @@ use crate::{Error, Func, Isa, Mode, Session};
 #[derive(Clone, Copy, Debug)]
 pub struct Activation<M: Mode> {
     func: Func,
-    isa: Isa,
+    isa: Supported,
     mode: PhantomData<M>,
 }
 
 impl<M: Mode> Activation<M> {
     /// `func` in mode `M` on `isa`; [`Error::IsaUnavailable`] if this CPU lacks `isa`.
     pub fn new(func: Func, isa: Isa) -> Result<Self, Error> {
-        Ok(Activation {
+        Ok(Activation::on(func, isa.supported()?))
+    }
+
+    /// `func` in mode `M` on an instruction set this CPU runs.
+    pub(crate) fn on(func: Func, isa: Supported) -> Self {
+        Activation {
             func,
-            isa: isa.checked()?,
+            isa,
             mode: PhantomData,
-        })
+        }
     }
 
     /// The function.
@@ -58,19 +64,16 @@ impl<M: Mode> Activation<M> {
 
     /// The instruction set it runs on.
     pub fn isa(&self) -> Isa {
-        self.isa
+        self.isa.isa()
     }
 
     /// Runs the kernel over `tile`, optionally adding `bias` to each row first, in one dispatch.
     fn run(&self, tile: &mut ArrayRef2<f32>, bias: Option<(&Bias<'_>, usize, usize)>) {
-        let done = self.func.visit::<M, _>(TileVisitor {
+        self.func.visit::<M, _>(TileVisitor {
             isa: self.isa,
             tile,
             bias,
-        });
-        // The instruction set was checked when the activation was built; CPUs do not lose
-        // features, so dispatch cannot fail here.
-        debug_assert!(done.is_ok(), "{done:?}");
+        })
     }
 }
 
@@ -120,33 +123,16 @@ impl<M: Mode> TileEpilogue for BiasActivation<'_, M> {
     }
 }
 
-impl<M: Mode> Session<M> {
-    /// The epilogue that applies `func` in this session's mode on its instruction set: the same
-    /// bits as [`Session::apply`] on the finished matrix.
-    pub fn activation(&self, func: Func) -> Activation<M> {
-        Activation {
-            func,
-            isa: self.isa(),
-            mode: PhantomData,
-        }
-    }
-
-    /// The fused epilogue `func(C + bias)` (see [`BiasActivation`]) in this session's mode.
-    pub fn bias_activation<'a>(&self, bias: Bias<'a>, func: Func) -> BiasActivation<'a, M> {
-        BiasActivation::new(bias, self.activation(func))
-    }
-}
-
 struct TileVisitor<'t, 'b> {
-    isa: Isa,
+    isa: Supported,
     tile: &'t mut ArrayRef2<f32>,
     bias: Option<(&'b Bias<'b>, usize, usize)>,
 }
 
 impl KernelVisitor for TileVisitor<'_, '_> {
-    type Output = Result<(), Error>;
-    fn visit<K: Kernel>(self) -> Result<(), Error> {
-        self.isa.dispatch(TileOp::<K> {
+    type Output = ();
+    fn visit<K: Kernel>(self) {
+        self.isa.dispatch(ActivationRows::<K> {
             tile: self.tile,
             bias: self.bias,
             kernel: PhantomData,
@@ -154,13 +140,14 @@ impl KernelVisitor for TileVisitor<'_, '_> {
     }
 }
 
-struct TileOp<'t, 'b, K> {
+/// The kernel `K` over every row of a tile (after the bias, if any), inside the dispatch.
+struct ActivationRows<'t, 'b, K> {
     tile: &'t mut ArrayRef2<f32>,
     bias: Option<(&'b Bias<'b>, usize, usize)>,
     kernel: PhantomData<K>,
 }
 
-impl<K: Kernel> WithLanes for TileOp<'_, '_, K> {
+impl<K: Kernel> WithLanes for ActivationRows<'_, '_, K> {
     type Output = ();
     const USES_FMA: bool = K::USES_FMA;
 
@@ -173,8 +160,7 @@ impl<K: Kernel> WithLanes for TileOp<'_, '_, K> {
             return map_lanes_in_place::<L, K>(l, all);
         }
         // Row by row (the bias is per row or per column); without a bias, along the axis of
-        // smallest stride: rows of a C-order tile, columns of an F-order one. No closures here:
-        // everything is inlined into the instruction set's trampoline.
+        // smallest stride: rows of a C-order tile, columns of an F-order one.
         let axis = if self.bias.is_some()
             || tile.strides()[1].unsigned_abs() <= tile.strides()[0].unsigned_abs()
         {
@@ -182,24 +168,13 @@ impl<K: Kernel> WithLanes for TileOp<'_, '_, K> {
         } else {
             Axis(0)
         };
-        let mut buf = Vec::new();
-        for (i, mut lane) in tile.lanes_mut(axis).into_iter().enumerate() {
-            let contiguous = lane.as_slice_mut().is_some();
-            if !contiguous {
-                buf.clear();
-                buf.extend(lane.iter().copied());
-            }
-            let data = match lane.as_slice_mut() {
-                Some(s) => s,
-                None => &mut buf[..],
-            };
-            if let Some((bias, row0, col0)) = self.bias {
-                bias.add_row(data, i, row0, col0);
-            }
-            map_lanes_in_place::<L, K>(l, data);
-            if !contiguous {
-                lane.iter_mut().zip(&buf).for_each(|(d, s)| *d = *s);
-            }
+        for (i, lane) in tile.lanes_mut(axis).into_iter().enumerate() {
+            with_row_mut(lane, |data| {
+                if let Some((bias, row0, col0)) = self.bias {
+                    bias.add_row(data, i, row0, col0);
+                }
+                map_lanes_in_place::<L, K>(l, data);
+            });
         }
     }
 }

@@ -4,8 +4,8 @@
 //! A dense layer is `act(x W + b)`. Run as separate passes, the bias and the activation read and
 //! write the whole output again after the GEMM; run as an epilogue, they touch each tile of C
 //! right after it has received all of K, while it is still in L1 or L2. The GEMM of this crate
-//! ([`Session::matmul`](crate::Session::matmul)) calls a [`TileEpilogue`] exactly once per
-//! finished tile, and a user's own GEMM can call the same epilogues on its own tiles.
+//! ([`Session::matmul_into`](crate::Session::matmul_into)) calls a [`TileEpilogue`] exactly once
+//! per finished tile, and a user's own GEMM can call the same epilogues on its own tiles.
 //!
 //! The standard epilogues are [`Identity`], [`Bias`] (per column or per row), [`Activation`]
 //! (any element-wise [`Func`](crate::Func) of a session, in the session's mode), the fused
@@ -27,6 +27,7 @@ pub use bias::Bias;
 pub use residual::{Residual, Scale};
 
 use crate::Error;
+use crate::rows::with_row_mut;
 
 /// An operation on finished output tiles of a matrix product.
 ///
@@ -63,7 +64,7 @@ use crate::Error;
 /// let mut c = ndarray::Array2::zeros((2, 2));
 /// let bias = [0.5f32, -10.0];
 /// let epilogue = Bias::per_column(&bias[..]).then(Clamp(0.0, 3.0));
-/// Session::exact().matmul(&a, &b, &mut c, &epilogue)?;
+/// Session::exact().matmul_into(&a, &b, &mut c, &epilogue)?;
 /// assert_eq!(c, array![[1.5, 0.0], [3.0, 0.0]]);
 ///
 /// // A user's own GEMM calls the same epilogue on its own tiles: here, the whole matrix.
@@ -170,7 +171,7 @@ impl<A: TileEpilogue, B: TileEpilogue> TileEpilogue for Chain<A, B> {
 /// let b = array![[1.0f32], [1.0]];
 /// let mut c = Array2::zeros((1, 1));
 /// let relu = FromFn(|t: &mut ArrayRef2<f32>, _: usize, _: usize| t.mapv_inplace(|x| x.max(0.0)));
-/// Session::exact().matmul(&a, &b, &mut c, &relu)?;
+/// Session::exact().matmul_into(&a, &b, &mut c, &relu)?;
 /// assert_eq!(c[[0, 0]], 0.0);
 /// # Ok::<(), activation_kernels::Error>(())
 /// ```
@@ -200,19 +201,9 @@ fn matrix_dims(c_shape: &[usize]) -> Option<(usize, usize)> {
     }
 }
 
-/// Calls `f(i, row)` for every row of `tile` as a contiguous slice: in place where the row is
-/// contiguous, else through a copy written back afterwards.
+/// Calls `f(i, row)` for every row of `tile` as a contiguous slice (see [`crate::rows`]).
 fn for_each_row(tile: &mut ArrayRef2<f32>, mut f: impl FnMut(usize, &mut [f32])) {
-    let mut buf = Vec::new();
-    for (i, mut row) in tile.rows_mut().into_iter().enumerate() {
-        match row.as_slice_mut() {
-            Some(s) => f(i, s),
-            None => {
-                buf.clear();
-                buf.extend(row.iter().copied());
-                f(i, &mut buf);
-                row.iter_mut().zip(&buf).for_each(|(d, s)| *d = *s);
-            }
-        }
+    for (i, row) in tile.rows_mut().into_iter().enumerate() {
+        with_row_mut(row, |r| f(i, r));
     }
 }

@@ -2,7 +2,7 @@
 //! microkernels, and the epilogue on each finished tile.
 //!
 //! ```text
-//! for each K super-block [k0, k0 + kbs)               (kb = 4096 deep; one unless K is huge)
+//! for each K super-block [k0, k0 + depth)             (kb = 4096 deep; one unless K is huge)
 //!   for each round of B slabs (column groups of C, all batch items)
 //!     pack B[k0.., slab]: panels of NR columns, k-major  (parallel over groups of panels)
 //!     for each tile of C, MC x NT, in every slab of the round       (parallel: one task each)
@@ -37,20 +37,18 @@ use std::cell::Cell;
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, ShapeBuilder, s};
 use rayon::prelude::*;
 
-use super::kernel::microkernel;
+use super::kernel::{MicroKernel, microkernel};
 use super::pack::pack_panels;
 use crate::epilogue::TileEpilogue;
-use crate::lanes::{Isa, Lanes, WithLanes};
+use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::{Error, Mode};
 
-/// Block sizes, per instruction set.
+/// Block sizes for one microkernel shape and lane width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Blocking {
     /// Rows of the microkernel.
     pub mr: usize,
-    /// Registers across the columns of the microkernel.
-    pub nv: usize,
-    /// Columns of the microkernel: `nv` times the lane width.
+    /// Columns of the microkernel: `NV` registers of the lane width.
     pub nr: usize,
     /// Depth of one K block (packed A block and B micro-panels).
     pub kc: usize,
@@ -64,9 +62,6 @@ pub(crate) struct Blocking {
     pub budget: usize,
 }
 
-/// The microkernel shapes the driver is compiled for, `(MR, NV)`.
-pub(crate) const KERNELS: [(usize, usize); 3] = [(14, 2), (6, 2), (4, 4)];
-
 /// Extra columns in a tile buffer's row stride, so that the rows of a microtile do not all map
 /// to the same cache sets.
 const LDC_PAD: usize = 16;
@@ -75,32 +70,20 @@ const LDC_PAD: usize = 16;
 const RETAIN_PACK: usize = 1 << 20;
 
 impl Blocking {
-    /// The blocking for lanes of `width` `f32`s.
+    /// The blocking for the microkernel `K` on lanes of `width` `f32`s.
     ///
-    /// * 16 lanes (AVX-512, 32 registers): 14 x 32, 28 accumulators.
-    /// * 8 lanes (AVX2, 16 registers): 6 x 16, 12 accumulators, 2 B registers, 1 broadcast.
-    /// * 4 lanes (SSE2, 16 registers): 6 x 8, the same shape in registers.
-    /// * 1 lane: 4 x 4.
-    ///
-    /// An output tile is 8 microkernel rows by 1024 columns. For AVX2 its buffer (48 x 1040
-    /// values, 200 KB) and the packed A block (48 x 256, 48 KB) stay in a 512 KB L2 while the
-    /// packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A panels of
-    /// the tile. A tile 1024 wide covers the columns of a 1024-wide product at once, so A is
-    /// packed once per K block and never again for the next tile to the right; 1024 wide and 8
-    /// panels high measured a few percent faster than 512 x 12 panels on AVX2 (Zen 2). For
-    /// AVX-512 the tile is 112 x 1024 (470 KB, for the 1 MB L2 of the CPUs that have it).
-    pub(crate) fn for_width(width: usize) -> Blocking {
-        let (mr, nv) = match width {
-            16 => KERNELS[0],
-            8 | 4 => KERNELS[1],
-            _ => KERNELS[2],
-        };
+    /// An output tile is 8 microkernel rows by 1024 columns. For AVX2 (6 x 16) its buffer
+    /// (48 x 1040 values, 200 KB) and the packed A block (48 x 256, 48 KB) stay in a 512 KB L2
+    /// while the packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A
+    /// panels of the tile. A tile 1024 wide covers the columns of a 1024-wide product at once,
+    /// so A is packed once per K block. For AVX-512 (14 x 32) the tile is 112 x 1024 (470 KB,
+    /// for the 1 MB L2 of the CPUs that have it).
+    pub(crate) fn of<K: MicroKernel>(width: usize) -> Blocking {
         Blocking {
-            mr,
-            nv,
-            nr: nv * width,
+            mr: K::MR,
+            nr: K::NV * width,
             kc: 256,
-            mc: 8 * mr,
+            mc: 8 * K::MR,
             nt: 1024,
             kb: 4096,
             budget: 1 << 22,
@@ -138,10 +121,10 @@ struct Task<'r> {
 
 /// What every task of one K super-block shares.
 struct Pass<'e, E: ?Sized> {
-    isa: Isa,
+    isa: Supported,
     blk: Blocking,
     /// Depth of the super-block.
-    kbs: usize,
+    depth: usize,
     /// The first super-block: start from `+0`.
     first: bool,
     /// The last super-block: run the epilogue.
@@ -151,9 +134,10 @@ struct Pass<'e, E: ?Sized> {
 }
 
 /// `c = epilogue(a b)` for every item (all of one shape; `k` is the inner dimension), with the
-/// blocking `blk` on `isa`, tiles spread over the current rayon pool when `parallel`.
-pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
-    isa: Isa,
+/// microkernel `K` and the blocking `blk` on `isa`, tiles spread over the current rayon pool
+/// when `parallel`.
+pub(crate) fn gemm_with<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
+    isa: Supported,
     blk: Blocking,
     parallel: bool,
     items: Vec<Item<'_>>,
@@ -169,15 +153,15 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
     }
     let kb = blk.kb.max(1);
     // Columns per slab: as many whole tiles as the budget allows for one super-block.
-    let kbs_max = k.min(kb).max(1);
-    let ncb = (blk.budget / kbs_max / blk.nt * blk.nt).max(blk.nt);
+    let deepest = k.min(kb).max(1);
+    let slab_cols = (blk.budget / deepest / blk.nt * blk.nt).max(blk.nt);
 
     let mut slabs = Vec::new();
     for (batch, item) in items.into_iter().enumerate() {
         let mut c = item.c;
         let mut col0 = 0;
         while col0 < n {
-            let w = ncb.min(n - col0);
+            let w = slab_cols.min(n - col0);
             let (here, rest) = c.split_at(Axis(1), w);
             slabs.push(Slab {
                 batch,
@@ -197,17 +181,17 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
         (0..k).step_by(kb).map(|k0| (k0, kb.min(k - k0))).collect()
     };
     let mut pack = PACK.take();
-    for (s, &(k0, kbs)) in supers.iter().enumerate() {
+    for (s, &(k0, depth)) in supers.iter().enumerate() {
         let pass = Pass {
             isa,
             blk,
-            kbs,
+            depth,
             first: s == 0,
             last: s + 1 == supers.len(),
             batched,
             epilogue,
         };
-        let size = |slab: &Slab<'_>| kbs * slab.c.ncols().next_multiple_of(blk.nr);
+        let size = |slab: &Slab<'_>| depth * slab.c.ncols().next_multiple_of(blk.nr);
         let mut start = 0;
         while start < slabs.len() {
             let mut end = start;
@@ -219,7 +203,7 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
             if pack.len() < total {
                 pack.resize(total, 0.0);
             }
-            round::<M, E>(&pass, parallel, &mut slabs[start..end], k0, &mut pack)?;
+            round::<M, E, K>(&pass, parallel, &mut slabs[start..end], k0, &mut pack)?;
             start = end;
         }
     }
@@ -229,15 +213,15 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
     Ok(())
 }
 
-/// Packs B for `slabs` (super-block `k0..k0 + pass.kbs`), then runs every tile of them.
-fn round<M: Mode, E: TileEpilogue + ?Sized>(
+/// Packs B for `slabs` (super-block `k0..k0 + pass.depth`), then runs every tile of them.
+fn round<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
     pass: &Pass<'_, E>,
     parallel: bool,
     slabs: &mut [Slab<'_>],
     k0: usize,
     pack: &mut [f32],
 ) -> Result<(), Error> {
-    let (nr, kbs) = (pass.blk.nr, pass.kbs);
+    let (nr, depth) = (pass.blk.nr, pass.depth);
     // Pack jobs: about 128 columns each.
     let group = (128 / nr).max(1) * nr;
     let mut jobs = Vec::new();
@@ -246,10 +230,10 @@ fn round<M: Mode, E: TileEpilogue + ?Sized>(
         let w = slab.c.ncols();
         for c0 in (0..w).step_by(group) {
             let c1 = (c0 + group).min(w);
-            let len = kbs * (c1 - c0).next_multiple_of(nr);
+            let len = depth * (c1 - c0).next_multiple_of(nr);
             let (dst, tail) = rest.split_at_mut(len);
             rest = tail;
-            jobs.push((slab.b.slice(s![k0..k0 + kbs, c0..c1]), dst));
+            jobs.push((slab.b.slice(s![k0..k0 + depth, c0..c1]), dst));
         }
     }
     let pack_job = |(src, dst): (ArrayView2<'_, f32>, &mut [f32])| {
@@ -265,7 +249,7 @@ fn round<M: Mode, E: TileEpilogue + ?Sized>(
     let mut packed = &*pack;
     for slab in slabs.iter_mut() {
         let (mtot, w) = slab.c.dim();
-        let (bpack, tail) = packed.split_at(kbs * w.next_multiple_of(nr));
+        let (bpack, tail) = packed.split_at(depth * w.next_multiple_of(nr));
         packed = tail;
         let mut rows = slab.c.view_mut();
         let mut row0 = 0;
@@ -283,8 +267,8 @@ fn round<M: Mode, E: TileEpilogue + ?Sized>(
                     batch: slab.batch,
                     row0,
                     col0: slab.col0 + c0,
-                    a: slab.a.slice_move(s![row0..row0 + h, k0..k0 + kbs]),
-                    bpack: &bpack[(c0 / nr) * kbs * nr..],
+                    a: slab.a.slice_move(s![row0..row0 + h, k0..k0 + depth]),
+                    bpack: &bpack[(c0 / nr) * depth * nr..],
                     c: tile,
                 });
                 c0 += tw;
@@ -296,11 +280,11 @@ fn round<M: Mode, E: TileEpilogue + ?Sized>(
         tasks
             .into_par_iter()
             .with_max_len(1)
-            .try_for_each(|t| run_task::<M, E>(pass, t))
+            .try_for_each(|t| run_task::<M, E, K>(pass, t))
     } else {
         tasks
             .into_iter()
-            .try_for_each(|t| run_task::<M, E>(pass, t))
+            .try_for_each(|t| run_task::<M, E, K>(pass, t))
     }
 }
 
@@ -312,7 +296,7 @@ thread_local! {
 }
 
 /// One tile: start, K blocks, epilogue, copy to C.
-fn run_task<M: Mode, E: TileEpilogue + ?Sized>(
+fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
     pass: &Pass<'_, E>,
     mut t: Task<'_>,
 ) -> Result<(), Error> {
@@ -321,7 +305,7 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized>(
     let mc_pad = h.next_multiple_of(blk.mr);
     let nt_pad = w.next_multiple_of(blk.nr);
     let ldc = nt_pad + LDC_PAD;
-    let a_len = mc_pad * blk.kc.min(pass.kbs);
+    let a_len = mc_pad * blk.kc.min(pass.depth);
     let c_len = mc_pad * ldc;
     // Taken, not borrowed: an epilogue that runs a GEMM of its own on this thread (or a task
     // stolen while it waits) simply gets a fresh buffer.
@@ -335,11 +319,11 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized>(
         // Continue from the partial sums of the previous super-block (padding: zeros).
         cbuf.fill(0.0);
         tile_view(&mut *cbuf, h, w, ldc)?.assign(&t.c);
-    } else if pass.kbs == 0 {
+    } else if pass.depth == 0 {
         cbuf.fill(0.0);
     }
-    if pass.kbs > 0 {
-        pass.isa.dispatch(TileOp::<M> {
+    if pass.depth > 0 {
+        pass.isa.dispatch(TileProduct::<M, K> {
             blk,
             a: t.a,
             bpack: t.bpack,
@@ -349,8 +333,8 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized>(
             mc_pad,
             nt_pad,
             zero: pass.first,
-            mode: core::marker::PhantomData,
-        })?;
+            types: core::marker::PhantomData,
+        });
     }
     let mut tile = tile_view(cbuf, h, w, ldc)?;
     if pass.last {
@@ -393,8 +377,9 @@ fn tile_view(
         .map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
-/// The K blocks of one tile, inside the instruction set's trampoline.
-struct TileOp<'t, M> {
+/// The product part of one tile (all its K blocks of the super-block), run inside the
+/// instruction set's trampoline by the microkernel `K`.
+pub(crate) struct TileProduct<'t, M, K> {
     blk: Blocking,
     a: ArrayView2<'t, f32>,
     bpack: &'t [f32],
@@ -404,37 +389,35 @@ struct TileOp<'t, M> {
     mc_pad: usize,
     nt_pad: usize,
     zero: bool,
-    mode: core::marker::PhantomData<M>,
+    types: core::marker::PhantomData<(M, K)>,
 }
 
-impl<M: Mode> WithLanes for TileOp<'_, M> {
+impl<M: Mode, K: MicroKernel> WithLanes for TileProduct<'_, M, K> {
     type Output = ();
     const USES_FMA: bool = M::FAST;
 
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) {
-        match (self.blk.mr, self.blk.nv) {
-            (14, 2) => tile_blocks::<L, M, 14, 2>(l, self),
-            (6, 2) => tile_blocks::<L, M, 6, 2>(l, self),
-            (4, 4) => tile_blocks::<L, M, 4, 4>(l, self),
-            // `Blocking` is built only from `KERNELS`.
-            other => unreachable!("no microkernel {other:?}"),
-        }
+        K::k_blocks::<L, M>(l, self)
     }
 }
 
+/// For each K block: pack the tile's A block, then every (B panel, A panel) microkernel call.
 #[inline(always)]
-fn tile_blocks<L: Lanes, M: Mode, const MR: usize, const NV: usize>(l: L, op: TileOp<'_, M>) {
+pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
+    l: L,
+    op: TileProduct<'_, M, K>,
+) {
     let nr = NV * L::WIDTH;
     debug_assert_eq!(nr, op.blk.nr);
-    let kbs = op.a.ncols();
+    let depth = op.a.ncols();
     let kc = op.blk.kc;
-    for (p, pc) in (0..kbs).step_by(kc).enumerate() {
-        let kcur = kc.min(kbs - pc);
+    for (p, pc) in (0..depth).step_by(kc).enumerate() {
+        let kcur = kc.min(depth - pc);
         let len = pack_panels(op.a.slice(s![.., pc..pc + kcur]), MR, op.apack);
         let (apanels, _) = op.apack[..len].as_chunks::<MR>();
         for jr in 0..op.nt_pad / nr {
-            let bpanel = &op.bpack[jr * kbs * nr + pc * nr..][..kcur * nr];
+            let bpanel = &op.bpack[jr * depth * nr + pc * nr..][..kcur * nr];
             for ir in 0..op.mc_pad / MR {
                 microkernel::<L, M, MR, NV>(
                     l,

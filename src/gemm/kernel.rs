@@ -11,6 +11,46 @@
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
+use super::driver::{TileProduct, k_blocks};
+
+/// A microkernel shape, chosen per instruction set at the type level: `MR` rows of C by `NV`
+/// registers of columns. The driver is generic over it, so each shape is compiled once per
+/// instruction set with its loops fully unrolled.
+pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
+    /// Rows of C per microkernel call.
+    const MR: usize;
+    /// Registers across the columns of C.
+    const NV: usize;
+    /// The K blocks of one output tile with this shape (see [`k_blocks`]).
+    fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, M, Self>);
+}
+
+macro_rules! micro_kernels {
+    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal);)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $name;
+        impl MicroKernel for $name {
+            const MR: usize = $mr;
+            const NV: usize = $nv;
+            #[inline(always)]
+            fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, M, Self>) {
+                k_blocks::<L, M, Self, $mr, $nv>(l, op)
+            }
+        }
+    )*};
+}
+
+micro_kernels! {
+    /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers.
+    Mr14Nv2 = (14, 2);
+    /// 6 x 2 registers: 12 accumulators, 2 B registers and a broadcast of the 16 AVX2/SSE2
+    /// registers.
+    Mr6Nv2 = (6, 2);
+    /// 4 x 4 one-lane accumulators for scalar code.
+    Mr4Nv4 = (4, 4);
+}
+
 /// `C[..MR, ..NV*W] = start + sum over k of a[k][i] * b[k][j]`, in increasing `k`.
 ///
 /// * `a`: the packed A micro-panel, `kc` rows of `MR` values (`a[k][i] = A[i, k]`).

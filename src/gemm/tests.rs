@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ndarray::{Array2, ArrayRef2, ShapeBuilder, s};
 
-use super::driver::{self, Blocking, Item, KERNELS};
+use super::driver::{self, Blocking, Item};
+use super::kernel::{MicroKernel, Mr4Nv4, Mr6Nv2, Mr14Nv2};
 use crate::epilogue::TileEpilogue;
 use crate::{Exact, Fast, Isa, Mode};
 
@@ -54,7 +55,14 @@ impl TileEpilogue for Audit<'_> {
     }
 }
 
-fn check<M: Mode>(isa: Isa, blk: Blocking, parallel: bool, m: usize, n: usize, k: usize) {
+fn check<M: Mode, K: MicroKernel>(
+    isa: Isa,
+    blk: Blocking,
+    parallel: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+) {
     let a = values(m, k, 1);
     let b = values(k, n, 2);
     let want = reference::<M>(&a, &b);
@@ -73,7 +81,8 @@ fn check<M: Mode>(isa: Isa, blk: Blocking, parallel: bool, m: usize, n: usize, k
         b: b2.slice(s![.., ..;2]),
         c: c.view_mut(),
     }];
-    let run = || driver::gemm::<M, _>(isa, blk, parallel, items, k, &audit, false);
+    let isa_ok = isa.supported().unwrap();
+    let run = || driver::gemm_with::<M, _, K>(isa_ok, blk, parallel, items, k, &audit, false);
     if parallel {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
@@ -94,61 +103,70 @@ fn check<M: Mode>(isa: Isa, blk: Blocking, parallel: bool, m: usize, n: usize, k
     }
 }
 
-#[test]
-fn every_kernel_every_loop_boundary() {
-    for isa in Isa::available() {
-        for (mr, nv) in KERNELS {
-            let nr = nv * isa.width();
-            let blk = Blocking {
-                mr,
-                nv,
-                nr,
-                kc: 5,
-                mc: 2 * mr,
-                nt: 2 * nr,
-                kb: 12,
-                // One slab of 2 tiles per round at full depth: several slabs and rounds.
-                budget: 12 * 4 * nr,
-            };
-            for (m, n, k) in [
-                (1, 1, 1),
-                (mr, nr, 5),
-                (2 * mr + 1, 2 * nr + 3, 13),
-                (3 * mr - 1, 5 * nr - 1, 30),
-                (7, 9, 0),
-                (0, 4, 3),
-                (4, 0, 3),
-            ] {
-                check::<Exact>(isa, blk, false, m, n, k);
-                check::<Fast>(isa, blk, false, m, n, k);
-                check::<Exact>(isa, blk, true, m, n, k);
-                check::<Fast>(isa, blk, true, m, n, k);
-            }
-        }
+/// Every loop boundary of the driver with the microkernel `K` on `isa`.
+fn every_loop_boundary<K: MicroKernel>(isa: Isa) {
+    let (mr, nr) = (K::MR, K::NV * isa.width());
+    let blk = Blocking {
+        mr,
+        nr,
+        kc: 5,
+        mc: 2 * mr,
+        nt: 2 * nr,
+        kb: 12,
+        // One slab of 2 tiles per round at full depth: several slabs and rounds.
+        budget: 12 * 4 * nr,
+    };
+    for (m, n, k) in [
+        (1, 1, 1),
+        (mr, nr, 5),
+        (2 * mr + 1, 2 * nr + 3, 13),
+        (3 * mr - 1, 5 * nr - 1, 30),
+        (7, 9, 0),
+        (0, 4, 3),
+        (4, 0, 3),
+    ] {
+        check::<Exact, K>(isa, blk, false, m, n, k);
+        check::<Fast, K>(isa, blk, false, m, n, k);
+        check::<Exact, K>(isa, blk, true, m, n, k);
+        check::<Fast, K>(isa, blk, true, m, n, k);
     }
 }
 
 #[test]
-fn production_blocking_matches_the_kernel_table() {
-    for isa in Isa::ALL {
-        let blk = Blocking::for_width(isa.width());
-        assert!(KERNELS.contains(&(blk.mr, blk.nv)));
-        assert_eq!(blk.nr, blk.nv * isa.width());
-        assert_eq!(blk.mc % blk.mr, 0);
-        assert_eq!(blk.nt % blk.nr, 0);
-        assert_eq!(blk.kb % blk.kc, 0);
-        // Accumulators, B registers and one broadcast fit the register file.
-        let regs = if isa == Isa::Avx512 { 32 } else { 16 };
-        if isa != Isa::Scalar {
-            assert!(blk.mr * blk.nv + blk.nv + 1 < regs, "{isa}");
-        }
+fn every_kernel_every_loop_boundary() {
+    for isa in Isa::available() {
+        every_loop_boundary::<Mr14Nv2>(isa);
+        every_loop_boundary::<Mr6Nv2>(isa);
+        every_loop_boundary::<Mr4Nv4>(isa);
     }
+}
+
+/// The production blocking of `K` on `isa`: whole microtiles per tile, and the accumulators,
+/// B registers and one broadcast fit the register file.
+fn production_blocking_fits<K: MicroKernel>(isa: Isa) {
+    let blk = Blocking::of::<K>(isa.width());
+    assert_eq!(blk.nr, K::NV * isa.width());
+    assert_eq!(blk.mc % blk.mr, 0);
+    assert_eq!(blk.nt % blk.nr, 0);
+    assert_eq!(blk.kb % blk.kc, 0);
+    let regs = if isa == Isa::Avx512 { 32 } else { 16 };
+    if isa != Isa::Scalar {
+        assert!(K::MR * K::NV + K::NV + 1 < regs, "{isa}");
+    }
+}
+
+#[test]
+fn production_blocking_fits_the_register_file() {
+    production_blocking_fits::<Mr14Nv2>(Isa::Avx512);
+    production_blocking_fits::<Mr6Nv2>(Isa::Avx2);
+    production_blocking_fits::<Mr6Nv2>(Isa::Sse2);
+    production_blocking_fits::<Mr4Nv4>(Isa::Scalar);
 }
 
 #[test]
 fn large_k_crosses_super_blocks_with_production_blocking() {
     let isa = Isa::detect();
-    let blk = Blocking::for_width(isa.width());
-    check::<Exact>(isa, blk, true, 3, 5, 2 * blk.kb + 7);
-    check::<Fast>(isa, blk, false, 3, 5, blk.kb + 1);
+    let blk = Blocking::of::<Mr6Nv2>(isa.width());
+    check::<Exact, Mr6Nv2>(isa, blk, true, 3, 5, 2 * blk.kb + 7);
+    check::<Fast, Mr6Nv2>(isa, blk, false, 3, 5, blk.kb + 1);
 }

@@ -30,10 +30,11 @@ pub enum Isa {
     Avx512,
 }
 
-/// The environment variable that forces an instruction set: `scalar`, `sse2`, `avx2`, `avx512`.
-pub const ISA_ENV_VAR: &str = "ACTIVATION_KERNELS_ISA";
-
 impl Isa {
+    /// The environment variable that forces an instruction set: `scalar`, `sse2`, `avx2`,
+    /// `avx512` (read once per process).
+    pub const ENV_VAR: &'static str = "ACTIVATION_KERNELS_ISA";
+
     /// Every instruction set, narrowest first.
     pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Sse2, Isa::Avx2, Isa::Avx512];
 
@@ -97,7 +98,7 @@ impl Isa {
     /// process). An unknown name or an instruction set this CPU lacks is an error.
     pub fn from_env() -> Option<Result<Isa, Error>> {
         static FORCED: OnceLock<Option<String>> = OnceLock::new();
-        let forced = FORCED.get_or_init(|| std::env::var(ISA_ENV_VAR).ok());
+        let forced = FORCED.get_or_init(|| std::env::var(Isa::ENV_VAR).ok());
         forced.as_deref().map(|name| name.parse::<Isa>()?.checked())
     }
 
@@ -106,10 +107,23 @@ impl Isa {
         Isa::from_env().unwrap_or_else(|| Ok(Isa::detect()))
     }
 
+    /// The forced instruction set if `ACTIVATION_KERNELS_ISA` is set and usable, else
+    /// [`Isa::detect`]. A value that names no instruction set, or one this CPU lacks, is not
+    /// silently ignored: the first time, one line on stderr names it and the set used instead.
+    pub fn preferred_or_detect() -> Isa {
+        Supported::preferred_or_detect().isa()
+    }
+
     /// `Ok(self)` if this CPU runs it, else [`Error::IsaUnavailable`].
     pub fn checked(self) -> Result<Isa, Error> {
+        self.supported().map(Supported::isa)
+    }
+
+    /// The proof that this CPU runs the instruction set, which kernels are dispatched through;
+    /// [`Error::IsaUnavailable`] if it does not.
+    pub(crate) fn supported(self) -> Result<Supported, Error> {
         if self.is_available() {
-            Ok(self)
+            Ok(Supported(self))
         } else {
             Err(Error::IsaUnavailable { isa: self })
         }
@@ -126,32 +140,72 @@ impl Isa {
             false
         }
     }
+}
 
-    /// Runs `op` with the lane type of this instruction set, compiled for it.
-    ///
-    /// Fails with [`Error::IsaUnavailable`] if this CPU lacks the instruction set.
-    pub fn dispatch<O: WithLanes>(self, op: O) -> Result<O::Output, Error> {
-        self.checked()?;
+/// An instruction set this CPU runs: made only by [`Isa::supported`] after the check, so a
+/// dispatch through it cannot fail. Sessions and epilogues hold one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Supported(Isa);
+
+impl Supported {
+    /// The widest instruction set this CPU runs.
+    pub(crate) fn detect() -> Supported {
+        // `Isa::detect` returns an instruction set this CPU runs (scalar at least).
+        Supported(Isa::detect())
+    }
+
+    /// [`Isa::preferred`], as proof.
+    pub(crate) fn preferred() -> Result<Supported, Error> {
+        match Isa::from_env() {
+            Some(forced) => forced?.supported(),
+            None => Ok(Supported::detect()),
+        }
+    }
+
+    /// [`Isa::preferred_or_detect`], as proof.
+    pub(crate) fn preferred_or_detect() -> Supported {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        Supported::preferred().unwrap_or_else(|e| {
+            let used = Supported::detect();
+            WARNED.call_once(|| {
+                eprintln!(
+                    "activation-kernels: ignoring {}: {e}; using {}",
+                    Isa::ENV_VAR,
+                    used.isa()
+                )
+            });
+            used
+        })
+    }
+
+    /// The instruction set.
+    pub fn isa(self) -> Isa {
+        self.0
+    }
+
+    /// Runs `op` with the lane type of the instruction set, compiled for it.
+    pub fn dispatch<O: WithLanes>(self, op: O) -> O::Output {
         #[cfg(target_arch = "x86_64")]
         {
             use super::x86;
             let fma = O::USES_FMA && Isa::has_hardware_fma();
-            Ok(match self {
+            match self.0 {
                 // SAFETY: `fma` is true only when the CPU has FMA.
                 Isa::Scalar if fma => unsafe { x86::run_scalar_fma(op) },
                 Isa::Scalar => op.run(Scalar(())),
                 // SAFETY: `fma` is true only when the CPU has FMA.
-                Isa::Sse2 if fma => unsafe { x86::run_v128_fma(op) },
-                Isa::Sse2 => x86::run_v128(op),
-                // SAFETY: `checked` confirmed AVX2 and FMA.
+                Isa::Sse2 if fma => unsafe { x86::run_sse2_fma(op) },
+                Isa::Sse2 => x86::run_sse2(op),
+                // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX2 and FMA.
                 Isa::Avx2 => unsafe { x86::run_avx2(op) },
-                // SAFETY: `checked` confirmed AVX-512F, AVX2 and FMA.
+                // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX-512F,
+                // AVX2 and FMA.
                 Isa::Avx512 => unsafe { x86::run_avx512(op) },
-            })
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            Ok(op.run(Scalar(())))
+            op.run(Scalar(()))
         }
     }
 }

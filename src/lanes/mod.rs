@@ -1,9 +1,10 @@
 //! Lane types: one trait, [`Lanes`], over `f32` scalar code and the x86-64 vector registers.
 //!
 //! Every kernel of the crate is written once, generic over `L: Lanes`, as an `#[inline(always)]`
-//! body. [`Isa::dispatch`] checks that the CPU has the instruction set, builds the lane token
-//! (which only this module can build) and calls the body through a `#[target_feature]`
-//! trampoline, so the body is compiled with that instruction set enabled.
+//! body. [`Supported`] is the proof that the CPU has an instruction set (only [`Isa::supported`]
+//! makes one); [`Supported::dispatch`] builds the lane token (which only this module can build)
+//! and calls the body through a `#[target_feature]` trampoline, so the body is compiled with
+//! that instruction set enabled.
 //!
 //! The trait has no fused multiply-add for exact code to call by accident: exact kernels go
 //! through [`crate::Mode::madd`], which is a separate multiply and add in [`crate::Exact`] and
@@ -14,19 +15,17 @@ mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use isa::Isa;
+pub use isa::{Isa, Supported};
 pub use scalar::Scalar;
-#[cfg(target_arch = "x86_64")]
-pub use x86::{Avx2, Avx512, V128};
 
 /// The widest register of any lane type, in `f32` lanes.
 pub const MAX_WIDTH: usize = 16;
 
 /// A set of `f32` lanes and the operations the kernels need on them.
 ///
-/// Implemented by [`Scalar`] (one lane) and, on x86-64, by the 128-bit ([`V128`]), 256-bit
-/// ([`Avx2`]) and 512-bit ([`Avx512`]) register types. A value of an implementing type is a
-/// token: proof that the CPU runs the instruction set. Only [`Isa::dispatch`] makes them.
+/// Implemented by [`Scalar`] (one lane) and, on x86-64, by the 128-bit (`Sse2`), 256-bit
+/// (`Avx2`) and 512-bit (`Avx512`) register types. A value of an implementing type is a
+/// token: proof that the CPU runs the instruction set. Only [`Supported::dispatch`] makes them.
 ///
 /// Comparisons are ordered and quiet (false when either side is NaN), like Rust's `<`.
 /// Integer arithmetic wraps. `select(m, a, b)` is `m ? a : b` lane by lane.
@@ -49,6 +48,29 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// Stores into `dst[..WIDTH]`. Panics if `dst` is shorter.
     fn store(self, v: Self::F, dst: &mut [f32]);
 
+    /// Loads the `src.len() <= WIDTH` values of `src` into the first lanes and `pad` into the
+    /// others: the one way a slice tail reaches a kernel. The padding is the caller's choice
+    /// because it must be neutral for what follows (`+0` for a sum, `-inf` for a maximum).
+    #[inline(always)]
+    fn load_partial(self, src: &[f32], pad: f32) -> Self::F {
+        if src.len() == Self::WIDTH {
+            return self.load(src);
+        }
+        let mut buf = [pad; MAX_WIDTH];
+        buf[..src.len()].copy_from_slice(src);
+        self.load(&buf)
+    }
+    /// Stores the first `dst.len() <= WIDTH` lanes of `v` into `dst`.
+    #[inline(always)]
+    fn store_partial(self, v: Self::F, dst: &mut [f32]) {
+        if dst.len() == Self::WIDTH {
+            return self.store(v, dst);
+        }
+        let mut buf = [0f32; MAX_WIDTH];
+        self.store(v, &mut buf);
+        dst.copy_from_slice(&buf[..dst.len()]);
+    }
+
     /// `a + b`, rounded once.
     fn add(self, a: Self::F, b: Self::F) -> Self::F;
     /// `a - b`, rounded once.
@@ -62,8 +84,6 @@ pub trait Lanes: Copy + Send + Sync + 'static {
 
     /// `a < b`.
     fn lt(self, a: Self::F, b: Self::F) -> Self::M;
-    /// `a <= b`.
-    fn le(self, a: Self::F, b: Self::F) -> Self::M;
     /// `a > b`.
     fn gt(self, a: Self::F, b: Self::F) -> Self::M;
     /// `a >= b`.
@@ -76,8 +96,6 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn gt_i(self, a: Self::I, b: Self::I) -> Self::M;
     /// `m ? a : b`.
     fn select(self, m: Self::M, a: Self::F, b: Self::F) -> Self::F;
-    /// Mask and.
-    fn mask_and(self, a: Self::M, b: Self::M) -> Self::M;
     /// Mask or.
     fn mask_or(self, a: Self::M, b: Self::M) -> Self::M;
     /// True if any lane of `m` is set.
@@ -89,8 +107,6 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn and(self, a: Self::F, b: Self::F) -> Self::F;
     /// Bitwise or of the bit patterns.
     fn or(self, a: Self::F, b: Self::F) -> Self::F;
-    /// Bitwise xor of the bit patterns.
-    fn xor(self, a: Self::F, b: Self::F) -> Self::F;
 
     /// The bit patterns as `i32`.
     fn to_bits(self, a: Self::F) -> Self::I;
@@ -109,7 +125,8 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn sra_i<const N: i32>(self, a: Self::I) -> Self::I;
 }
 
-/// A computation generic over the lane type, run by [`Isa::dispatch`] on one instruction set.
+/// A computation generic over the lane type, run by [`Supported::dispatch`] on one instruction
+/// set.
 ///
 /// `run` should be `#[inline(always)]` so it is compiled inside the `#[target_feature]`
 /// trampoline of the instruction set.

@@ -62,10 +62,6 @@ impl Lanes for Scalar {
         a < b
     }
     #[inline(always)]
-    fn le(self, a: f32, b: f32) -> bool {
-        a <= b
-    }
-    #[inline(always)]
     fn gt(self, a: f32, b: f32) -> bool {
         a > b
     }
@@ -90,10 +86,6 @@ impl Lanes for Scalar {
         if m { a } else { b }
     }
     #[inline(always)]
-    fn mask_and(self, a: bool, b: bool) -> bool {
-        a & b
-    }
-    #[inline(always)]
     fn mask_or(self, a: bool, b: bool) -> bool {
         a | b
     }
@@ -112,10 +104,6 @@ impl Lanes for Scalar {
     #[inline(always)]
     fn or(self, a: f32, b: f32) -> f32 {
         f32::from_bits(a.to_bits() | b.to_bits())
-    }
-    #[inline(always)]
-    fn xor(self, a: f32, b: f32) -> f32 {
-        f32::from_bits(a.to_bits() ^ b.to_bits())
     }
     #[inline(always)]
     fn to_bits(self, a: f32) -> i32 {

@@ -1,7 +1,8 @@
 //! The x86-64 lane types and their `#[target_feature]` trampolines.
 //!
-//! Each lane type is a zero-sized token. Only [`super::Isa::dispatch`] builds one, after it has
-//! checked the CPU features, and every `unsafe` block below relies on that.
+//! Each lane type is a zero-sized token. Only [`super::Supported::dispatch`] builds one, after
+//! [`super::Isa::supported`] checked the CPU features, and every `unsafe` block below relies on
+//! that.
 
 use core::arch::x86_64::*;
 
@@ -11,7 +12,7 @@ use super::{Lanes, WithLanes};
 /// FMA3 instruction (`true`, only built on CPUs that have it) or must use a correctly rounded
 /// software fma per lane (`false`).
 #[derive(Clone, Copy, Debug)]
-pub struct V128<const FMA: bool>(());
+pub struct Sse2<const FMA: bool>(());
 
 /// 256-bit registers (eight `f32` lanes), AVX2 + FMA.
 #[derive(Clone, Copy, Debug)]
@@ -24,13 +25,13 @@ pub struct Avx512(());
 /// Wraps an intrinsic call whose feature the token proves.
 macro_rules! proven {
     ($e:expr) => {{
-        // SAFETY: a token of this type exists only after `Isa::dispatch` checked that the CPU
+        // SAFETY: a token of this type exists only after `Isa::supported` checked that the CPU
         // has the instruction set, and the call is otherwise a pure register operation.
         unsafe { $e }
     }};
 }
 
-impl<const FMA: bool> Lanes for V128<FMA> {
+impl<const FMA: bool> Lanes for Sse2<FMA> {
     const WIDTH: usize = 4;
     type F = __m128;
     type I = __m128i;
@@ -92,10 +93,6 @@ impl<const FMA: bool> Lanes for V128<FMA> {
         proven!(_mm_cmplt_ps(a, b))
     }
     #[inline(always)]
-    fn le(self, a: __m128, b: __m128) -> __m128 {
-        proven!(_mm_cmple_ps(a, b))
-    }
-    #[inline(always)]
     fn gt(self, a: __m128, b: __m128) -> __m128 {
         proven!(_mm_cmpgt_ps(a, b))
     }
@@ -120,10 +117,6 @@ impl<const FMA: bool> Lanes for V128<FMA> {
         proven!(_mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)))
     }
     #[inline(always)]
-    fn mask_and(self, a: __m128, b: __m128) -> __m128 {
-        proven!(_mm_and_ps(a, b))
-    }
-    #[inline(always)]
     fn mask_or(self, a: __m128, b: __m128) -> __m128 {
         proven!(_mm_or_ps(a, b))
     }
@@ -142,10 +135,6 @@ impl<const FMA: bool> Lanes for V128<FMA> {
     #[inline(always)]
     fn or(self, a: __m128, b: __m128) -> __m128 {
         proven!(_mm_or_ps(a, b))
-    }
-    #[inline(always)]
-    fn xor(self, a: __m128, b: __m128) -> __m128 {
-        proven!(_mm_xor_ps(a, b))
     }
     #[inline(always)]
     fn to_bits(self, a: __m128) -> __m128i {
@@ -228,10 +217,6 @@ impl Lanes for Avx2 {
         proven!(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b))
     }
     #[inline(always)]
-    fn le(self, a: __m256, b: __m256) -> __m256 {
-        proven!(_mm256_cmp_ps::<_CMP_LE_OQ>(a, b))
-    }
-    #[inline(always)]
     fn gt(self, a: __m256, b: __m256) -> __m256 {
         proven!(_mm256_cmp_ps::<_CMP_GT_OQ>(a, b))
     }
@@ -256,10 +241,6 @@ impl Lanes for Avx2 {
         proven!(_mm256_blendv_ps(b, a, m))
     }
     #[inline(always)]
-    fn mask_and(self, a: __m256, b: __m256) -> __m256 {
-        proven!(_mm256_and_ps(a, b))
-    }
-    #[inline(always)]
     fn mask_or(self, a: __m256, b: __m256) -> __m256 {
         proven!(_mm256_or_ps(a, b))
     }
@@ -278,10 +259,6 @@ impl Lanes for Avx2 {
     #[inline(always)]
     fn or(self, a: __m256, b: __m256) -> __m256 {
         proven!(_mm256_or_ps(a, b))
-    }
-    #[inline(always)]
-    fn xor(self, a: __m256, b: __m256) -> __m256 {
-        proven!(_mm256_xor_ps(a, b))
     }
     #[inline(always)]
     fn to_bits(self, a: __m256) -> __m256i {
@@ -364,10 +341,6 @@ impl Lanes for Avx512 {
         proven!(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b))
     }
     #[inline(always)]
-    fn le(self, a: __m512, b: __m512) -> __mmask16 {
-        proven!(_mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, b))
-    }
-    #[inline(always)]
     fn gt(self, a: __m512, b: __m512) -> __mmask16 {
         proven!(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(a, b))
     }
@@ -390,10 +363,6 @@ impl Lanes for Avx512 {
     #[inline(always)]
     fn select(self, m: __mmask16, a: __m512, b: __m512) -> __m512 {
         proven!(_mm512_mask_blend_ps(m, b, a))
-    }
-    #[inline(always)]
-    fn mask_and(self, a: __mmask16, b: __mmask16) -> __mmask16 {
-        a & b
     }
     #[inline(always)]
     fn mask_or(self, a: __mmask16, b: __mmask16) -> __mmask16 {
@@ -419,13 +388,6 @@ impl Lanes for Avx512 {
     #[inline(always)]
     fn or(self, a: __m512, b: __m512) -> __m512 {
         proven!(_mm512_castsi512_ps(_mm512_or_epi32(
-            _mm512_castps_si512(a),
-            _mm512_castps_si512(b)
-        )))
-    }
-    #[inline(always)]
-    fn xor(self, a: __m512, b: __m512) -> __m512 {
-        proven!(_mm512_castsi512_ps(_mm512_xor_epi32(
             _mm512_castps_si512(a),
             _mm512_castps_si512(b)
         )))
@@ -471,8 +433,8 @@ pub(super) unsafe fn run_scalar_fma<O: WithLanes>(op: O) -> O::Output {
 }
 
 /// Runs `op` on 128-bit lanes with software fma (SSE2 is part of x86-64).
-pub(super) fn run_v128<O: WithLanes>(op: O) -> O::Output {
-    op.run(V128::<false>(()))
+pub(super) fn run_sse2<O: WithLanes>(op: O) -> O::Output {
+    op.run(Sse2::<false>(()))
 }
 
 /// Runs `op` on 128-bit lanes with the FMA3 instruction.
@@ -480,8 +442,8 @@ pub(super) fn run_v128<O: WithLanes>(op: O) -> O::Output {
 /// # Safety
 /// The CPU must have FMA.
 #[target_feature(enable = "fma")]
-pub(super) unsafe fn run_v128_fma<O: WithLanes>(op: O) -> O::Output {
-    op.run(V128::<true>(()))
+pub(super) unsafe fn run_sse2_fma<O: WithLanes>(op: O) -> O::Output {
+    op.run(Sse2::<true>(()))
 }
 
 /// Runs `op` on 256-bit lanes.

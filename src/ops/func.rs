@@ -36,8 +36,8 @@ pub enum Func {
     Silu,
 }
 
-/// Something to do with a kernel type, chosen from a [`Func`] and a mode by [`Func::visit`].
-pub trait KernelVisitor {
+/// Something to do with a kernel type, chosen from a [`Func`] and a mode by `Func::visit`.
+pub(crate) trait KernelVisitor {
     /// What the visit returns.
     type Output;
     /// Called with the kernel type of the function.
@@ -76,7 +76,7 @@ impl Func {
     }
 
     /// Calls `v` with the kernel type of this function in mode `M`.
-    pub fn visit<M: Mode, V: KernelVisitor>(self, v: V) -> V::Output {
+    pub(crate) fn visit<M: Mode, V: KernelVisitor>(self, v: V) -> V::Output {
         use super::{erf, exp, gelu, log, sigmoid, silu, tanh};
         match (self, M::FAST) {
             (Func::Exp | Func::ExpNonPositive, true) => v.visit::<exp::FastExp>(),

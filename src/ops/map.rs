@@ -1,11 +1,11 @@
 //! The one slice driver: a kernel over `src -> dst` or in place, any length, any alignment.
 //! Whole registers first; the tail (fewer elements than a register) goes through the same lane
-//! code on a register padded with zeros, never through another formula.
+//! code on a register padded with zeros ([`Lanes::load_partial`]), never through another
+//! formula.
 
 use super::Kernel;
 use super::func::{Func, KernelVisitor};
-use crate::Error;
-use crate::lanes::{Isa, Lanes, MAX_WIDTH, WithLanes};
+use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::Mode;
 
 /// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`.
@@ -17,43 +17,38 @@ pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
     for (s, d) in (&mut s).zip(&mut d) {
         l.store(K::apply(l, l.load(s)), d);
     }
-    tail::<L, K>(l, s.remainder(), d.into_remainder());
+    let (s, d) = (s.remainder(), d.into_remainder());
+    if !s.is_empty() {
+        l.store_partial(K::apply(l, l.load_partial(s, 0.0)), d);
+    }
 }
 
 /// Runs `K` over `data` in place on the lanes `l`.
 #[inline(always)]
 pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
-    let w = L::WIDTH;
-    let mut d = data.chunks_exact_mut(w);
-    for d in &mut d {
-        l.store(K::apply(l, l.load(d)), d);
-    }
-    let rest = d.into_remainder();
-    let mut buf = [0f32; MAX_WIDTH];
-    buf[..rest.len()].copy_from_slice(rest);
-    tail::<L, K>(l, &buf[..rest.len()], rest);
+    map_registers_in_place(l, data, |x| K::apply(l, x));
 }
 
-/// The last `src.len() < WIDTH` elements, through one padded register.
+/// `data = f(data)` a register at a time, the tail through one zero-padded register.
 #[inline(always)]
-fn tail<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
-    if src.is_empty() {
-        return;
+pub fn map_registers_in_place<L: Lanes>(l: L, data: &mut [f32], f: impl Fn(L::F) -> L::F) {
+    let mut d = data.chunks_exact_mut(L::WIDTH);
+    for d in &mut d {
+        l.store(f(l.load(d)), d);
     }
-    let mut buf = [0f32; MAX_WIDTH];
-    buf[..src.len()].copy_from_slice(src);
-    let y = K::apply(l, l.load(&buf));
-    l.store(y, &mut buf);
-    dst.copy_from_slice(&buf[..src.len()]);
+    let d = d.into_remainder();
+    if !d.is_empty() {
+        l.store_partial(f(l.load_partial(d, 0.0)), d);
+    }
 }
 
-struct MapOp<'a, K> {
+struct MapSlice<'a, K> {
     src: Option<&'a [f32]>,
     dst: &'a mut [f32],
     kernel: core::marker::PhantomData<K>,
 }
 
-impl<K: Kernel> WithLanes for MapOp<'_, K> {
+impl<K: Kernel> WithLanes for MapSlice<'_, K> {
     type Output = ();
     const USES_FMA: bool = K::USES_FMA;
     #[inline(always)]
@@ -66,15 +61,15 @@ impl<K: Kernel> WithLanes for MapOp<'_, K> {
 }
 
 struct MapVisitor<'a> {
-    isa: Isa,
+    isa: Supported,
     src: Option<&'a [f32]>,
     dst: &'a mut [f32],
 }
 
 impl KernelVisitor for MapVisitor<'_> {
-    type Output = Result<(), Error>;
-    fn visit<K: Kernel>(self) -> Result<(), Error> {
-        self.isa.dispatch(MapOp::<K> {
+    type Output = ();
+    fn visit<K: Kernel>(self) {
+        self.isa.dispatch(MapSlice::<K> {
             src: self.src,
             dst: self.dst,
             kernel: core::marker::PhantomData,
@@ -82,14 +77,10 @@ impl KernelVisitor for MapVisitor<'_> {
     }
 }
 
-/// `dst[i] = func(src[i])` in mode `M` on `isa`. Lengths must match.
-pub fn map_slice<M: Mode>(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Error> {
-    if src.len() != dst.len() {
-        return Err(Error::LengthMismatch {
-            src: src.len(),
-            dst: dst.len(),
-        });
-    }
+/// `dst[i] = func(src[i])` in mode `M` on `isa`. `src` and `dst` have equal lengths (the
+/// callers check it).
+pub fn map_slice<M: Mode>(func: Func, isa: Supported, src: &[f32], dst: &mut [f32]) {
+    debug_assert_eq!(src.len(), dst.len());
     func.visit::<M, _>(MapVisitor {
         isa,
         src: Some(src),
@@ -98,7 +89,7 @@ pub fn map_slice<M: Mode>(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) ->
 }
 
 /// `data[i] = func(data[i])` in mode `M` on `isa`.
-pub fn map_slice_in_place<M: Mode>(func: Func, isa: Isa, data: &mut [f32]) -> Result<(), Error> {
+pub fn map_slice_in_place<M: Mode>(func: Func, isa: Supported, data: &mut [f32]) {
     func.visit::<M, _>(MapVisitor {
         isa,
         src: None,

@@ -1,10 +1,15 @@
 //! The operators: one file each, its exact algorithm as the spec writes it, its fast form, both
-//! written once over the lane type. Plus the slice driver ([`map`]) and the shared helpers here.
+//! written once over the lane type. Plus the slice driver ([`map`]), the canonical reductions
+//! ([`reduce`]) and the shared helpers here. No tensors, no GEMM, no session: rows and slices
+//! of `f32`.
 //!
-//! Every function here is `#[inline(always)]` and generic over `L: Lanes` and `M: Mode`; the
-//! mode decides only what [`Mode::madd`] does (and, for exp and the erf GELU, which algorithm
-//! runs). In exact mode each expression is evaluated as the spec writes it, one rounding per
-//! operator, special values selected at the end.
+//! Every kernel here is `#[inline(always)]` and generic over `L: Lanes` and `M: Mode`. The mode
+//! decides what [`Mode::madd`] does (a separate multiply and add, or one fused multiply-add),
+//! and where fast mode has an algorithm of its own, which one runs: the fast exp for `exp` and
+//! inside softmax, the rational GELU, the fused square of erf's large branch, and the
+//! multiplication by `1/s` (`1/sd`) instead of a division in softmax (layer norm). In exact
+//! mode each expression is evaluated as the spec writes it, one rounding per operator, special
+//! values selected at the end.
 //!
 //! Constants are written as the spec writes them (more digits than an f32 holds, values near
 //! named constants); a test in each file pins their bit patterns.

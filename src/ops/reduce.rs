@@ -14,39 +14,35 @@ pub const PARTIALS: usize = 16;
 
 /// Accumulates a row into the 16 canonical partial sums.
 #[derive(Clone, Copy)]
-pub struct CanonicalSum<L: Lanes> {
+struct CanonicalSum<L: Lanes> {
     acc: [L::F; PARTIALS],
 }
 
 impl<L: Lanes> CanonicalSum<L> {
-    /// Registers per group of 16 elements.
-    const REGS: usize = PARTIALS / L::WIDTH;
+    /// Registers per group of 16 elements. A lane type must divide the 16 partials evenly (a
+    /// wider one would leave partials out): checked when the type is compiled in.
+    const REGS: usize = {
+        assert!(L::WIDTH <= PARTIALS && PARTIALS.is_multiple_of(L::WIDTH));
+        PARTIALS / L::WIDTH
+    };
 
     /// All partials `+0`.
     #[inline(always)]
-    pub fn new(l: L) -> Self {
+    fn new(l: L) -> Self {
         CanonicalSum {
             acc: [l.splat(0.0); PARTIALS],
         }
     }
 
-    /// Adds the 16 elements `block[0..16]`, element `i` to partial `i`.
-    #[inline(always)]
-    pub fn add_block(&mut self, l: L, block: &[f32]) {
-        for r in 0..Self::REGS {
-            self.acc[r] = l.add(self.acc[r], l.load(&block[r * L::WIDTH..]));
-        }
-    }
-
     /// Adds register `r` of a group of 16 (elements `r*WIDTH..(r+1)*WIDTH` of the group).
     #[inline(always)]
-    pub fn add_register(&mut self, l: L, r: usize, v: L::F) {
+    fn add_register(&mut self, l: L, r: usize, v: L::F) {
         self.acc[r] = l.add(self.acc[r], v);
     }
 
     /// The fixed tree over the 16 partials.
     #[inline(always)]
-    pub fn finish(self, l: L) -> f32 {
+    fn finish(self, l: L) -> f32 {
         let mut p = [0f32; PARTIALS];
         for r in 0..Self::REGS {
             l.store(self.acc[r], &mut p[r * L::WIDTH..]);
@@ -68,36 +64,51 @@ pub fn tree(mut p: [f32; PARTIALS]) -> f32 {
     p[0]
 }
 
-/// The canonical sum of `row`.
+/// The canonical sum of `n` values delivered a register at a time: `reg(start, len)` returns
+/// the register of elements `start..start + len` (`len == WIDTH`, or fewer at the end of the
+/// row, their other lanes anything). Lanes past the end of the row contribute `+0`, whatever
+/// `reg` put there.
 #[inline(always)]
-pub fn canonical_sum<L: Lanes>(l: L, row: &[f32]) -> f32 {
-    canonical_sum_of(l, row, |v| v)
-}
-
-/// The canonical sum of `f(x_i)`; the padding of a short last block contributes `+0` whatever
-/// `f(0)` is.
-#[inline(always)]
-pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -> f32 {
-    let regs = PARTIALS / L::WIDTH;
+pub fn canonical_sum_with<L: Lanes>(
+    l: L,
+    n: usize,
+    mut reg: impl FnMut(usize, usize) -> L::F,
+) -> f32 {
+    let w = L::WIDTH;
+    let regs = CanonicalSum::<L>::REGS;
     let mut sum = CanonicalSum::new(l);
-    let mut blocks = row.chunks_exact(PARTIALS);
-    for b in &mut blocks {
+    let full = n - n % PARTIALS;
+    for start in (0..full).step_by(PARTIALS) {
         for r in 0..regs {
-            sum.add_register(l, r, f(l.load(&b[r * L::WIDTH..])));
+            sum.add_register(l, r, reg(start + r * w, w));
         }
     }
-    let rest = blocks.remainder();
-    if !rest.is_empty() {
-        let mut pad = [0f32; PARTIALS];
-        pad[..rest.len()].copy_from_slice(rest);
-        let mut vals = [0f32; PARTIALS];
-        for r in 0..regs {
-            l.store(f(l.load(&pad[r * L::WIDTH..])), &mut vals[r * L::WIDTH..]);
+    for r in 0..regs {
+        let start = full + r * w;
+        if start >= n {
+            break;
         }
-        vals[rest.len()..].fill(0.0);
-        sum.add_block(l, &vals);
+        let len = (n - start).min(w);
+        let v = reg(start, len);
+        let v = if len == w {
+            v
+        } else {
+            // The lanes of the row are those where the padded ones load as 1.
+            let zero = l.splat(0.0);
+            let inside = l.gt(l.load_partial(&[1.0; MAX_WIDTH][..len], 0.0), zero);
+            l.select(inside, v, zero)
+        };
+        sum.add_register(l, r, v);
     }
     sum.finish(l)
+}
+
+/// The canonical sum of `f(x_i)` over `row`.
+#[inline(always)]
+pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -> f32 {
+    canonical_sum_with(l, row.len(), |start, len| {
+        f(l.load_partial(&row[start..start + len], 0.0))
+    })
 }
 
 /// `(max(row), any NaN)`: the maximum with `-0` normalised to `+0`, `-inf` for an empty or
@@ -106,22 +117,16 @@ pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -
 pub fn max_and_nan<L: Lanes>(l: L, row: &[f32]) -> (f32, bool) {
     let mut m = l.splat(f32::NEG_INFINITY);
     let mut nan = l.lt(m, m); // all false
-    let mut chunks = row.chunks_exact(L::WIDTH);
-    for c in &mut chunks {
-        let x = l.load(c);
+    for c in row.chunks(L::WIDTH) {
+        let x = l.load_partial(c, f32::NEG_INFINITY);
         m = l.select(l.gt(x, m), x, m);
         nan = l.mask_or(nan, l.is_nan(x));
     }
     let mut lanes = [f32::NEG_INFINITY; MAX_WIDTH];
     l.store(m, &mut lanes);
-    let mut best = f32::NEG_INFINITY;
-    let mut any_nan = l.any(nan);
-    for &v in lanes[..L::WIDTH].iter().chain(chunks.remainder()) {
-        any_nan |= v.is_nan();
-        if v > best {
-            best = v;
-        }
-    }
+    let best = lanes[..L::WIDTH]
+        .iter()
+        .fold(f32::NEG_INFINITY, |b, &v| if v > b { v } else { b });
     // -0 and +0 compare equal, so which one won depends on the order: make it +0.
-    (best + 0.0, any_nan)
+    (best + 0.0, l.any(nan))
 }

@@ -1,7 +1,8 @@
-//! Softmax rows: max, shifted exp with the canonical sum, normalisation; and the online
-//! (flash-attention) accumulator. No tensors here: rows are `&mut [f32]`.
+//! Softmax rows: max, shifted exp with the canonical sum, normalisation; the scale-and-mask
+//! step of attention scores; and the online (flash-attention) accumulator. No tensors here:
+//! rows are `&mut [f32]`.
 //!
-//! Exact mode: `m = max(row)`, `e_i = exp_nonpositive(x_i - m)`, `s = canonical_sum(e)`,
+//! Exact mode: `m = max(row)`, `e_i = exp_nonpositive(x_i - m)`, `s = canonical sum of e`,
 //! `y_i = e_i / s`; log-softmax `(x_i - m) - log(s)`. Fast mode: the fast exp and
 //! `y_i = e_i * (1/s)`.
 //!
@@ -12,9 +13,10 @@
 //! wherever `x_i == m`.
 
 use super::exp::{exp_nonpositive, fast_exp};
-use super::reduce::{CanonicalSum, PARTIALS, max_and_nan};
+use super::map::map_registers_in_place;
+use super::reduce::{canonical_sum_with, max_and_nan};
 use super::{CANONICAL_NAN, log::log};
-use crate::lanes::{Isa, Lanes, MAX_WIDTH, Scalar, WithLanes};
+use crate::lanes::{Lanes, MAX_WIDTH, Scalar, Supported, WithLanes};
 use crate::mode::{Exact, Mode};
 
 /// What a softmax row whose entries are all `-inf` (fully masked) gives.
@@ -27,6 +29,20 @@ pub enum MaskedRow {
     Uniform,
     /// Every output the canonical NaN.
     Nan,
+}
+
+impl MaskedRow {
+    /// The value every entry of a fully masked row of `n` entries gets.
+    fn fill<M: Mode>(self, n: usize, log_form: bool) -> f32 {
+        let n = n as f32;
+        match (self, log_form) {
+            (MaskedRow::Zero, false) => 0.0,
+            (MaskedRow::Zero, true) => f32::NEG_INFINITY,
+            (MaskedRow::Uniform, false) => 1.0 / n,
+            (MaskedRow::Uniform, true) => 0.0 - log::<Scalar, M>(Scalar::new(), n),
+            (MaskedRow::Nan, _) => CANONICAL_NAN,
+        }
+    }
 }
 
 /// `exp(x - m)` lane by lane, with `x - m` taken as `0` where `x == m`.
@@ -42,51 +58,16 @@ fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F) -> L::F {
 
 /// The canonical sum of `exp(x_i - m)`; with `STORE` the exps overwrite the row.
 #[inline(always)]
-pub fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], m: f32) -> f32 {
+fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], m: f32) -> f32 {
     let mv = l.splat(m);
-    let regs = PARTIALS / L::WIDTH;
-    let mut sum = CanonicalSum::new(l);
-    let mut blocks = row.chunks_exact_mut(PARTIALS);
-    for b in &mut blocks {
-        for r in 0..regs {
-            let e = exp_shift::<L, M>(l, l.load(&b[r * L::WIDTH..]), mv);
-            if STORE {
-                l.store(e, &mut b[r * L::WIDTH..]);
-            }
-            sum.add_register(l, r, e);
-        }
-    }
-    let rest = blocks.into_remainder();
-    if !rest.is_empty() {
-        // Padded with -inf, whose exp is +0: the canonical padding.
-        let mut pad = [f32::NEG_INFINITY; PARTIALS];
-        pad[..rest.len()].copy_from_slice(rest);
-        for r in 0..regs {
-            let e = exp_shift::<L, M>(l, l.load(&pad[r * L::WIDTH..]), mv);
-            l.store(e, &mut pad[r * L::WIDTH..]);
-            sum.add_register(l, r, e);
-        }
+    canonical_sum_with(l, row.len(), |start, len| {
+        let part = &mut row[start..start + len];
+        let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), mv);
         if STORE {
-            rest.copy_from_slice(&pad[..rest.len()]);
+            l.store_partial(e, part);
         }
-    }
-    sum.finish(l)
-}
-
-/// Applies `f` to every register of `row` (the tail through one padded register).
-#[inline(always)]
-fn for_each_register<L: Lanes>(l: L, row: &mut [f32], f: impl Fn(L::F) -> L::F) {
-    let mut chunks = row.chunks_exact_mut(L::WIDTH);
-    for c in &mut chunks {
-        l.store(f(l.load(c)), c);
-    }
-    let rest = chunks.into_remainder();
-    if !rest.is_empty() {
-        let mut pad = [0f32; MAX_WIDTH];
-        pad[..rest.len()].copy_from_slice(rest);
-        l.store(f(l.load(&pad)), &mut pad);
-        rest.copy_from_slice(&pad[..rest.len()]);
-    }
+        e
+    })
 }
 
 /// Softmax (or log-softmax) of one row, in place.
@@ -101,22 +82,14 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
         return;
     }
     if m == f32::NEG_INFINITY {
-        let n = row.len() as f32;
-        let v = match (policy, log_form) {
-            (MaskedRow::Zero, false) => 0.0,
-            (MaskedRow::Zero, true) => f32::NEG_INFINITY,
-            (MaskedRow::Uniform, false) => 1.0 / n,
-            (MaskedRow::Uniform, true) => 0.0 - log::<Scalar, M>(Scalar::new(), n),
-            (MaskedRow::Nan, _) => CANONICAL_NAN,
-        };
-        row.fill(v);
+        row.fill(policy.fill::<M>(row.len(), log_form));
         return;
     }
     let mv = l.splat(m);
     if log_form {
         let s = exp_shifted_sum::<L, M, false>(l, row, m);
         let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
-        for_each_register(l, row, |x| {
+        map_registers_in_place(l, row, |x| {
             let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
             l.sub(d, log_s)
         });
@@ -124,117 +97,209 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
         let s = exp_shifted_sum::<L, M, true>(l, row, m);
         if M::FAST {
             let inv = l.splat(1.0 / s);
-            for_each_register(l, row, |e| l.mul(e, inv));
+            map_registers_in_place(l, row, |e| l.mul(e, inv));
         } else {
             let sv = l.splat(s);
-            for_each_register(l, row, |e| l.div(e, sv));
+            map_registers_in_place(l, row, |e| l.div(e, sv));
         }
     }
 }
 
-struct RowOp<'a, M> {
+/// What masks the scores of one row of attention: the keys from `end` on (a causal limit or
+/// a key length), keys whose `keep` entry is `false`, and an additive term.
+#[derive(Clone, Copy, Debug)]
+pub struct ScoreMask<'a> {
+    /// Keys `end..` are masked out.
+    pub end: usize,
+    /// `false` masks the key out (the row's length).
+    pub keep: Option<&'a [bool]>,
+    /// Added to the scaled score, one more rounding (the row's length).
+    pub add: Option<&'a [f32]>,
+}
+
+impl ScoreMask<'_> {
+    /// Nothing masked in a row of `n` keys.
+    pub fn none(n: usize) -> Self {
+        ScoreMask {
+            end: n,
+            keep: None,
+            add: None,
+        }
+    }
+}
+
+/// Scales and masks a row of raw scores in place: `x * scale`, then `+ add`, then `-inf` where
+/// masked (whatever the score was, NaN included). One register at a time.
+#[inline(always)]
+pub fn scale_and_mask<L: Lanes>(l: L, row: &mut [f32], scale: f32, mask: &ScoreMask<'_>) {
+    let w = L::WIDTH;
+    let (sv, ninf) = (l.splat(scale), l.splat(f32::NEG_INFINITY));
+    let end = mask.end.min(row.len());
+    for (r, part) in row.chunks_mut(w).enumerate() {
+        let start = r * w;
+        if start >= end {
+            part.fill(f32::NEG_INFINITY);
+            continue;
+        }
+        let len = part.len();
+        let mut x = l.mul(l.load_partial(part, 0.0), sv);
+        if let Some(add) = mask.add {
+            x = l.add(x, l.load_partial(&add[start..start + len], 0.0));
+        }
+        // Masked lanes: past `end`, or `keep` false. Built as 0/1 lanes, then one compare.
+        let mut open = [0f32; MAX_WIDTH];
+        let visible = (end - start).min(len);
+        match mask.keep {
+            Some(keep) => {
+                for (o, &k) in open.iter_mut().zip(&keep[start..start + visible]) {
+                    *o = if k { 1.0 } else { 0.0 };
+                }
+            }
+            None => open[..visible].fill(1.0),
+        }
+        let open = l.gt(l.load(&open), l.splat(0.0));
+        l.store_partial(l.select(open, x, ninf), part);
+    }
+}
+
+/// [`scale_and_mask`], then the softmax of the row.
+#[inline(always)]
+pub fn masked_softmax_row<L: Lanes, M: Mode>(
+    l: L,
+    row: &mut [f32],
+    scale: f32,
+    mask: &ScoreMask<'_>,
+    policy: MaskedRow,
+) {
+    scale_and_mask(l, row, scale, mask);
+    softmax_row::<L, M>(l, row, policy, false);
+}
+
+/// One row through [`softmax_row`] or [`masked_softmax_row`], inside a dispatch.
+struct SoftmaxRow<'a, M> {
     row: &'a mut [f32],
+    masked: Option<(f32, ScoreMask<'a>)>,
     policy: MaskedRow,
     log_form: bool,
     mode: core::marker::PhantomData<M>,
 }
 
-impl<M: Mode> WithLanes for RowOp<'_, M> {
+impl<M: Mode> WithLanes for SoftmaxRow<'_, M> {
     type Output = ();
     const USES_FMA: bool = M::FAST;
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) {
-        softmax_row::<L, M>(l, self.row, self.policy, self.log_form)
+        match self.masked {
+            Some((scale, mask)) => {
+                masked_softmax_row::<L, M>(l, self.row, scale, &mask, self.policy)
+            }
+            None => softmax_row::<L, M>(l, self.row, self.policy, self.log_form),
+        }
     }
 }
 
 /// Softmax (or log-softmax with `log_form`) of one row in mode `M` on `isa`.
-pub fn softmax_row_on<M: Mode>(
-    isa: Isa,
-    row: &mut [f32],
-    policy: MaskedRow,
-    log_form: bool,
-) -> Result<(), crate::Error> {
-    isa.dispatch(RowOp::<M> {
+pub fn softmax_row_on<M: Mode>(isa: Supported, row: &mut [f32], policy: MaskedRow, log_form: bool) {
+    isa.dispatch(SoftmaxRow::<M> {
         row,
+        masked: None,
         policy,
         log_form,
         mode: core::marker::PhantomData,
     })
 }
 
-/// The running state of an online (flash-attention) softmax over a row split into key tiles:
-/// the running maximum and the running sum of `exp(x - max)`.
-///
-/// ```
-/// use activation_kernels::ops::softmax::OnlineSoftmax;
-/// use activation_kernels::{Exact, Isa};
-/// let mut state = OnlineSoftmax::new();
-/// let mut tile = [1.0f32, 2.0];
-/// let rescale = state.update::<Exact>(Isa::Scalar, &mut tile).unwrap();
-/// assert_eq!(rescale, 0.0); // nothing was accumulated before
-/// let mut masked = [f32::NEG_INFINITY; 4];
-/// let rescale = state.update::<Exact>(Isa::Scalar, &mut masked).unwrap();
-/// assert_eq!((rescale, masked), (1.0, [0.0; 4])); // a fully masked tile changes nothing
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OnlineSoftmax {
-    /// The maximum of every score seen (`-inf` before any unmasked one).
-    pub max: f32,
-    /// The sum of `exp(x - max)` over every score seen.
-    pub sum: f32,
+/// Scale, mask and softmax of one row of attention scores in mode `M` on `isa`.
+pub fn masked_softmax_row_on<M: Mode>(
+    isa: Supported,
+    row: &mut [f32],
+    scale: f32,
+    mask: ScoreMask<'_>,
+    policy: MaskedRow,
+) {
+    isa.dispatch(SoftmaxRow::<M> {
+        row,
+        masked: Some((scale, mask)),
+        policy,
+        log_form: false,
+        mode: core::marker::PhantomData,
+    })
 }
 
-impl Default for OnlineSoftmax {
-    fn default() -> Self {
-        Self::new()
-    }
+/// The running state of an online (flash-attention) softmax over a row split into key tiles:
+/// the running maximum and the running sum of `exp(x - max)`. Its result depends on how the
+/// row is split into tiles (the sum is rescaled at each new maximum), so only fast mode uses it;
+/// exact attention takes the two-pass softmax of whole rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct OnlineSoftmax {
+    max: f32,
+    sum: f32,
+    /// A NaN score was seen: the row's result is NaN, whatever the tiles.
+    nan: bool,
 }
 
 impl OnlineSoftmax {
     /// The state before any tile.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         OnlineSoftmax {
             max: f32::NEG_INFINITY,
             sum: 0.0,
+            nan: false,
         }
     }
 
-    /// Absorbs a tile of (scaled, masked) scores: overwrites them with `exp(x - max_new)`,
-    /// updates the running sum, and returns `exp(max_old - max_new)`, the factor by which the
-    /// caller rescales what it accumulated with the old maximum. A tile that is entirely masked
-    /// (`-inf`) becomes zeros and returns `1` while nothing unmasked has been seen, never NaN.
-    /// NaN scores are the caller's to check (they propagate into the sum).
-    pub fn update<M: Mode>(&mut self, isa: Isa, tile: &mut [f32]) -> Result<f32, crate::Error> {
-        isa.dispatch(OnlineOp::<M> {
+    /// Absorbs a tile of raw scores on `isa`: scales and masks them ([`scale_and_mask`]),
+    /// overwrites them with `exp(x - max_new)`, updates the running sum, and returns
+    /// `exp(max_old - max_new)`, the factor by which the caller rescales what it accumulated
+    /// with the old maximum. A tile that is entirely masked (`-inf`) becomes zeros and returns
+    /// `1` while nothing unmasked has been seen, never NaN. A NaN score makes the row NaN:
+    /// [`OnlineSoftmax::normalizer`] is then the canonical NaN, whatever the other tiles hold.
+    pub(crate) fn update<M: Mode>(
+        &mut self,
+        isa: Supported,
+        tile: &mut [f32],
+        scale: f32,
+        mask: ScoreMask<'_>,
+    ) -> f32 {
+        isa.dispatch(OnlineUpdate::<M> {
             state: self,
             tile,
+            scale,
+            mask,
             mode: core::marker::PhantomData,
         })
     }
 
-    /// `1 / sum`, the factor that normalises the accumulated output; `None` if nothing was
-    /// unmasked (the caller applies its [`MaskedRow`] policy).
-    pub fn normalizer(&self) -> Option<f32> {
+    /// `1 / sum`, the factor that normalises the accumulated output: the canonical NaN if a
+    /// score was NaN; `None` if nothing was unmasked (the caller applies its [`MaskedRow`]
+    /// policy).
+    pub(crate) fn normalizer(&self) -> Option<f32> {
+        if self.nan {
+            return Some(CANONICAL_NAN);
+        }
         (self.max != f32::NEG_INFINITY).then(|| 1.0 / self.sum)
     }
 }
 
-struct OnlineOp<'a, M> {
+struct OnlineUpdate<'a, M> {
     state: &'a mut OnlineSoftmax,
     tile: &'a mut [f32],
+    scale: f32,
+    mask: ScoreMask<'a>,
     mode: core::marker::PhantomData<M>,
 }
 
-impl<M: Mode> WithLanes for OnlineOp<'_, M> {
+impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
     type Output = f32;
     const USES_FMA: bool = M::FAST;
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) -> f32 {
-        let (tile_max, _) = max_and_nan(l, self.tile);
+        scale_and_mask(l, self.tile, self.scale, &self.mask);
+        let (tile_max, nan) = max_and_nan(l, self.tile);
+        self.state.nan |= nan;
         let old = self.state.max;
         let new = if tile_max > old { tile_max } else { old };
-        if new == f32::NEG_INFINITY {
+        if new == f32::NEG_INFINITY || self.state.nan {
             self.tile.fill(0.0);
             return 1.0;
         }
@@ -243,5 +308,117 @@ impl<M: Mode> WithLanes for OnlineOp<'_, M> {
         self.state.sum = self.state.sum * rescale + s;
         self.state.max = new;
         rescale
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Isa;
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 * 20.0 - 10.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn online_softmax_over_tiles_matches_the_two_pass_softmax_and_survives_masked_tiles() {
+        let isa = Isa::detect().supported().unwrap();
+        let row = values(200, 6);
+        let mut with_masked = row.clone();
+        with_masked[64..128].fill(f32::NEG_INFINITY); // a fully masked tile
+        for x in [row, with_masked] {
+            let mut two_pass = x.clone();
+            softmax_row_on::<Exact>(isa, &mut two_pass, MaskedRow::Zero, false);
+            // Online over tiles of 64: track the rescaled exps, then normalise.
+            let mut state = OnlineSoftmax::new();
+            let mut probs = vec![0f32; x.len()];
+            for (t, tile) in x.chunks(64).enumerate() {
+                let mut e = tile.to_vec();
+                let rescale = state.update::<Exact>(isa, &mut e, 1.0, ScoreMask::none(tile.len()));
+                assert!(rescale.is_finite() && e.iter().all(|v| v.is_finite()));
+                for p in &mut probs[..t * 64] {
+                    *p *= rescale;
+                }
+                probs[t * 64..t * 64 + e.len()].copy_from_slice(&e);
+            }
+            let norm = state.normalizer().unwrap();
+            for (p, w) in probs.iter().zip(&two_pass) {
+                let got = p * norm;
+                assert!(
+                    (got - w).abs() <= 1e-6 * w.max(1e-30) + 1e-12,
+                    "{got} vs {w}"
+                );
+            }
+        }
+        // A state that has seen only masked tiles stays finite and reports no normaliser.
+        let mut state = OnlineSoftmax::new();
+        let mut t = [f32::NEG_INFINITY; 8];
+        assert_eq!(
+            state.update::<crate::Fast>(isa, &mut t, 1.0, ScoreMask::none(8)),
+            1.0
+        );
+        assert_eq!(t, [0.0; 8]);
+        assert_eq!(state.normalizer(), None);
+        let mut t2 = [0.0f32, 1.0];
+        assert_eq!(
+            state.update::<crate::Fast>(isa, &mut t2, 1.0, ScoreMask::none(2)),
+            0.0
+        );
+        assert!(state.sum.is_finite() && state.max == 1.0);
+        // A NaN score in any tile makes the row NaN, before or after finite tiles.
+        let mut t3 = [f32::NAN, 0.0];
+        state.update::<crate::Fast>(isa, &mut t3, 1.0, ScoreMask::none(2));
+        let mut t4 = [5.0f32, 1.0];
+        state.update::<crate::Fast>(isa, &mut t4, 1.0, ScoreMask::none(2));
+        assert!(state.normalizer().is_some_and(f32::is_nan));
+    }
+
+    #[test]
+    fn scale_and_mask_masks_past_the_end_and_where_keep_is_false_on_every_isa() {
+        for isa in Isa::available() {
+            for n in [1usize, 5, 8, 17, 40] {
+                let raw: Vec<f32> = (0..n).map(|i| i as f32 - 3.0).collect();
+                let keep: Vec<bool> = (0..n).map(|i| i % 3 != 1).collect();
+                let add: Vec<f32> = (0..n).map(|i| 0.25 * i as f32).collect();
+                for end in [0, 1, n / 2, n] {
+                    let mask = ScoreMask {
+                        end,
+                        keep: Some(&keep),
+                        add: Some(&add),
+                    };
+                    let mut row = raw.clone();
+                    row[0] = f32::NAN; // masked or not, the NaN only shows where visible
+                    struct Op<'a>(&'a mut [f32], ScoreMask<'a>);
+                    impl WithLanes for Op<'_> {
+                        type Output = ();
+                        const USES_FMA: bool = false;
+                        fn run<L: Lanes>(self, l: L) {
+                            scale_and_mask(l, self.0, 0.5, &self.1)
+                        }
+                    }
+                    isa.supported().unwrap().dispatch(Op(&mut row, mask));
+                    for j in 0..n {
+                        let want = if j >= end || !keep[j] {
+                            f32::NEG_INFINITY
+                        } else if j == 0 {
+                            f32::NAN
+                        } else {
+                            raw[j] * 0.5 + add[j]
+                        };
+                        assert_eq!(
+                            row[j].to_bits(),
+                            want.to_bits(),
+                            "{isa} n {n} end {end} j {j}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,38 +1,36 @@
-//! Scaled dot-product attention over `[batch, heads, seq, head_dim]` tensors (or 2-D single
-//! head): scores from the crate's GEMM, the scale and every mask applied in the score GEMM's
-//! tile epilogue, then the softmax rows, then the product with V.
+//! Scaled dot-product attention over `[batch, heads, seq, head_dim]` tensors (or 2-D, one
+//! head): the scores from the crate's GEMM, then the one score-row kernel of `ops` (scale,
+//! mask, softmax), then the product with V.
 //!
 //! Exact mode scores each block of query rows against every key it can see and takes the
 //! two-pass exact softmax (canonical sums) of each row, then `P V` with the exact GEMM. Keys a
 //! whole block cannot see (beyond the causal limit or a key length) are left out of both
-//! products: their probabilities are `+0`, and adding `+0 * v` never changes a sum, so the bits
-//! depend neither on the block size, the instruction set nor the thread count (for finite V).
+//! products: their probabilities are `+0`, and adding `+0 * v` never changes a sum, so for
+//! finite V the bits depend neither on the block size, the instruction set nor the thread
+//! count.
 //!
 //! Fast mode runs an online (flash) softmax over key tiles with the fast exp: memory O(tile) per
 //! query block, the accumulated output rescaled by `exp(m_old - m_new)` as the running maximum
-//! grows, and a fully masked tile changes nothing (no NaN).
+//! grows, a fully masked tile changes nothing (no NaN), and a NaN score makes its row NaN.
 
 use ndarray::{
-    Array2, ArrayRef, ArrayView2, ArrayView4, ArrayViewD, ArrayViewMut2, ArrayViewMut4, Axis,
-    Dimension, Ix2, Ix4, IxDyn, s,
+    Array, Array2, ArrayRef, ArrayView2, ArrayView4, ArrayViewD, ArrayViewMut2, ArrayViewMut4,
+    Axis, Dimension, Ix2, Ix4, IxDyn, s,
 };
 use rayon::prelude::*;
 
 use super::Session;
 use super::softmax::Mask;
-use crate::epilogue::{FromFn, Identity};
-use crate::ops::softmax::{MaskedRow, OnlineSoftmax};
+use crate::epilogue::Identity;
+use crate::ops::CANONICAL_NAN;
+use crate::ops::softmax::{MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on};
+use crate::rows::{with_bool_row, with_row};
 use crate::{Error, Mode};
 
-/// Query rows per work item, by default.
-pub const DEFAULT_QUERY_BLOCK: usize = 64;
-/// Keys per tile of the fast (online) softmax, by default.
-pub const DEFAULT_KEY_BLOCK: usize = 256;
-
-/// The options of [`Session::attention`].
+/// The options of [`Session::attention_into`].
 ///
 /// ```
-/// use activation_kernels::session::AttentionOptions;
+/// use activation_kernels::AttentionOptions;
 /// let opts = AttentionOptions::default().causal().with_scale(0.125);
 /// assert!(opts.causal && opts.scale == Some(0.125));
 /// ```
@@ -50,13 +48,19 @@ pub struct AttentionOptions<'a> {
     pub mask: Mask<'a>,
     /// Per batch item, the number of valid keys (the rest are padding).
     pub key_lengths: Option<&'a [usize]>,
-    /// Query rows per work item (0: [`DEFAULT_QUERY_BLOCK`]). Exact results do not depend on it.
+    /// Query rows per work item (0: [`AttentionOptions::DEFAULT_QUERY_BLOCK`]). Exact results
+    /// do not depend on it.
     pub query_block: usize,
-    /// Keys per tile of the fast online softmax (0: [`DEFAULT_KEY_BLOCK`]).
+    /// Keys per tile of the fast online softmax (0: [`AttentionOptions::DEFAULT_KEY_BLOCK`]).
     pub key_block: usize,
 }
 
 impl<'a> AttentionOptions<'a> {
+    /// Query rows per work item, by default.
+    pub const DEFAULT_QUERY_BLOCK: usize = 64;
+    /// Keys per tile of the fast (online) softmax, by default.
+    pub const DEFAULT_KEY_BLOCK: usize = 256;
+
     /// Causal masking with the default offset.
     pub fn causal(self) -> Self {
         AttentionOptions {
@@ -104,48 +108,56 @@ struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// The keys `[0, end)` that some row of queries `q0..q1` of batch item `b` may see.
-    fn key_end(&self, b: usize, q1: usize) -> usize {
+    /// The keys `[0, end)` query `q` of batch item `b` may see by the causal limit and the key
+    /// length.
+    fn row_end(&self, b: usize, q: usize) -> usize {
         let mut end = self.seq_k;
-        if self.policy == MaskedRow::Uniform {
-            return end; // a fully masked row is uniform over every key: keep them all
-        }
         if let Some(len) = self.key_lengths {
             end = end.min(len[b]);
         }
         if let Some(off) = self.causal_offset {
-            end = end.min((q1 - 1).saturating_add(off).saturating_add(1));
+            end = end.min(q.saturating_add(off).saturating_add(1));
         }
         end
     }
 
-    /// Scales and masks a tile of scores of batch `b`, head `h`, whose element `[i, j]` is
-    /// query `qi + i`, key `kj + j`.
-    fn scale_and_mask(
+    /// The keys `[0, end)` that some row of queries `..q1` of batch item `b` may see: all keys
+    /// under the `Uniform` policy (a fully masked row is uniform over every key).
+    fn block_end(&self, b: usize, q1: usize) -> usize {
+        if self.policy == MaskedRow::Uniform {
+            self.seq_k
+        } else {
+            self.row_end(b, q1 - 1)
+        }
+    }
+
+    /// Calls `f` with the mask of query `q` (batch `b`, head `h`) over the keys `k0..k1`.
+    fn with_row_mask<R>(
         &self,
-        tile: &mut ndarray::ArrayRef2<f32>,
-        b: usize,
-        h: usize,
-        qi: usize,
-        kj: usize,
-    ) {
-        for (i, mut row) in tile.rows_mut().into_iter().enumerate() {
-            let q = qi + i;
-            let limit = self
-                .causal_offset
-                .map_or(usize::MAX, |o| q.saturating_add(o));
-            let len = self.key_lengths.map_or(usize::MAX, |l| l[b]);
-            let keep = self.keep.as_ref().map(|m| m.slice(s![b, h, q, ..]));
-            let add = self.additive.as_ref().map(|m| m.slice(s![b, h, q, ..]));
-            for (j, v) in row.iter_mut().enumerate() {
-                let k = kj + j;
-                let mut x = *v * self.scale;
-                if let Some(a) = &add {
-                    x += a[k];
-                }
-                let masked = k > limit || k >= len || keep.as_ref().is_some_and(|m| !m[k]);
-                *v = if masked { f32::NEG_INFINITY } else { x };
-            }
+        (b, h, q): (usize, usize, usize),
+        (k0, k1): (usize, usize),
+        f: impl FnOnce(ScoreMask<'_>) -> R,
+    ) -> R {
+        let end = self.row_end(b, q).saturating_sub(k0);
+        let keep = self.keep.as_ref().map(|m| m.slice(s![b, h, q, k0..k1]));
+        let add = self.additive.as_ref().map(|a| a.slice(s![b, h, q, k0..k1]));
+        let with_add = |keep: Option<&[bool]>| match add {
+            Some(a) => with_row(a, |a| {
+                f(ScoreMask {
+                    end,
+                    keep,
+                    add: Some(a),
+                })
+            }),
+            None => f(ScoreMask {
+                end,
+                keep,
+                add: None,
+            }),
+        };
+        match keep {
+            Some(k) => with_bool_row(k, |k| with_add(Some(k))),
+            None => with_add(None),
         }
     }
 }
@@ -166,20 +178,22 @@ impl<M: Mode> Session<M> {
     /// `[batch, heads, seq_q, head_dim]`, `k` `[batch, kv_heads, seq_k, head_dim]`, `v`
     /// `[batch, kv_heads, seq_k, v_dim]` and `out` `[batch, heads, seq_q, v_dim]` (or all 2-D:
     /// one head). `heads` must be a multiple of `kv_heads` (grouped-query attention: query head
-    /// `h` uses key/value head `h / (heads / kv_heads)`). Fully masked rows follow the session's
-    /// [`MaskedRow`] policy.
+    /// `h` uses key/value head `h / (heads / kv_heads)`); `head_dim` must be at least 1. Fully
+    /// masked rows follow the session's [`MaskedRow`] policy. Attention has no in-place form:
+    /// the output is none of the inputs.
     ///
     /// ```
-    /// use activation_kernels::{Session, session::AttentionOptions};
+    /// use activation_kernels::{AttentionOptions, Session};
     /// use ndarray::Array2;
     /// let q = Array2::from_shape_fn((3, 4), |(i, j)| (i + j) as f32 * 0.1);
     /// let (k, v) = (q.clone(), Array2::from_shape_fn((3, 2), |(i, j)| (i * 2 + j) as f32));
     /// let mut out = Array2::zeros((3, 2));
-    /// Session::exact().attention(&q, &k, &v, &mut out, &AttentionOptions::default().causal())?;
+    /// let causal = AttentionOptions::default().causal();
+    /// Session::exact().attention_into(&q, &k, &v, &mut out, &causal)?;
     /// assert_eq!(out.row(0), v.row(0)); // the first query sees only the first key
     /// # Ok::<(), activation_kernels::Error>(())
     /// ```
-    pub fn attention<D: Dimension>(
+    pub fn attention_into<D: Dimension>(
         &self,
         q: &ArrayRef<f32, D>,
         k: &ArrayRef<f32, D>,
@@ -187,7 +201,7 @@ impl<M: Mode> Session<M> {
         out: &mut ArrayRef<f32, D>,
         opts: &AttentionOptions<'_>,
     ) -> Result<(), Error> {
-        let (q4, k4, v4) = (four(q)?, four(k)?, four(v)?);
+        let (q4, k4, v4) = (as_4d(q)?, as_4d(k)?, as_4d(v)?);
         let out_shape = out.shape().to_vec();
         let mut out4: ArrayViewMut4<'_, f32> = match out.ndim() {
             4 => out
@@ -200,23 +214,40 @@ impl<M: Mode> Session<M> {
                 .map_err(shape_err(&out_shape))?
                 .insert_axis(Axis(0))
                 .insert_axis(Axis(0)),
-            n => {
-                return Err(Error::InvalidArgument(format!(
-                    "attention takes 2-D or 4-D tensors, got {n}-D"
-                )));
-            }
+            n => return Err(not_2d_or_4d(n)),
         };
-        self.attention4(q4, k4, v4, &mut out4, opts)
+        let plan = self.plan(&q4, &k4, &v4, &out4, opts)?;
+        self.attention_blocks(q4, k4, v4, &mut out4, &plan, opts)
     }
 
-    fn attention4(
+    /// `attention(q, k, v)` as a new array of the shape of `q` with the last axis `v_dim`;
+    /// see [`Session::attention_into`].
+    pub fn attention_owned<D: Dimension>(
         &self,
-        q: ArrayView4<'_, f32>,
-        k: ArrayView4<'_, f32>,
-        v: ArrayView4<'_, f32>,
-        out: &mut ArrayViewMut4<'_, f32>,
+        q: &ArrayRef<f32, D>,
+        k: &ArrayRef<f32, D>,
+        v: &ArrayRef<f32, D>,
         opts: &AttentionOptions<'_>,
-    ) -> Result<(), Error> {
+    ) -> Result<Array<f32, D>, Error> {
+        let mut dim = q.raw_dim();
+        let (nd, v_dim) = (q.ndim(), v.shape().last().copied().unwrap_or(0));
+        if nd > 0 {
+            dim[nd - 1] = v_dim;
+        }
+        let mut out = Array::zeros(dim);
+        self.attention_into(q, k, v, &mut out, opts)?;
+        Ok(out)
+    }
+
+    /// Checks every shape and option against each other and resolves the masks.
+    fn plan<'o>(
+        &self,
+        q: &ArrayView4<'_, f32>,
+        k: &ArrayView4<'_, f32>,
+        v: &ArrayView4<'_, f32>,
+        out: &ArrayViewMut4<'_, f32>,
+        opts: &'o AttentionOptions<'_>,
+    ) -> Result<Plan<'o>, Error> {
         let (batch, heads, seq_q, dim) = q.dim();
         let (kb, kv_heads, seq_k, kd) = k.dim();
         let v_dim = v.shape()[3];
@@ -225,35 +256,46 @@ impl<M: Mode> Session<M> {
             expected,
             found: found.to_vec(),
         };
+        if dim == 0 {
+            return Err(Error::InvalidArgument(
+                "attention needs head_dim >= 1 (q has an empty last axis)".into(),
+            ));
+        }
         if kb != batch || kd != dim || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
             return Err(mismatch(
-                "attention k (batch, a divisor of the heads, seq_k, head_dim)",
+                "attention k ([batch, kv_heads, seq_k, head_dim] with kv_heads a divisor of the \
+                 query heads; shown with kv_heads = heads)",
                 vec![batch, heads, seq_k, dim],
                 k.shape(),
             ));
         }
         if v.shape()[..3] != [batch, kv_heads, seq_k] {
             return Err(mismatch(
-                "attention v",
+                "attention v ([batch, kv_heads, seq_k, v_dim])",
                 vec![batch, kv_heads, seq_k, v_dim],
                 v.shape(),
             ));
         }
         if out.shape() != [batch, heads, seq_q, v_dim] {
             return Err(mismatch(
-                "attention out",
+                "attention out ([batch, heads, seq_q, v_dim])",
                 vec![batch, heads, seq_q, v_dim],
                 out.shape(),
             ));
         }
-        if let Some(l) = opts.key_lengths
-            && (l.len() != batch || l.iter().any(|&n| n > seq_k))
-        {
-            return Err(mismatch(
-                "attention key_lengths (one per batch item, each <= seq_k)",
-                vec![batch],
-                &[l.len()],
-            ));
+        if let Some(l) = opts.key_lengths {
+            if l.len() != batch {
+                return Err(mismatch(
+                    "attention key_lengths (one per batch item)",
+                    vec![batch],
+                    &[l.len()],
+                ));
+            }
+            if let Some((b, &n)) = l.iter().enumerate().find(|&(_, &n)| n > seq_k) {
+                return Err(Error::InvalidArgument(format!(
+                    "attention key_lengths[{b}] = {n} is more than seq_k = {seq_k}"
+                )));
+            }
         }
         let full = IxDyn(&[batch, heads, seq_q, seq_k]);
         let bad_mask = |m: &[usize]| {
@@ -283,7 +325,7 @@ impl<M: Mode> Session<M> {
                 )
             }
         }
-        let plan = Plan {
+        Ok(Plan {
             scale: opts.scale.unwrap_or(1.0 / (dim as f32).sqrt()),
             causal_offset,
             keep,
@@ -291,29 +333,40 @@ impl<M: Mode> Session<M> {
             key_lengths: opts.key_lengths,
             seq_k,
             policy: self.masked_row,
-        };
-        let qb = if opts.query_block == 0 {
-            DEFAULT_QUERY_BLOCK
-        } else {
-            opts.query_block
-        };
-        let kblk = if opts.key_block == 0 {
-            DEFAULT_KEY_BLOCK
-        } else {
-            opts.key_block
-        };
-        let group = heads / kv_heads;
+        })
+    }
 
-        // One work item per (batch, head, block of query rows); each owns its block of `out`.
+    /// Cuts the work into (batch, head, block of query rows) items, each owning its block of
+    /// `out`, and runs them (spread over the session's threads when the work is large; each
+    /// item's GEMMs run on the thread that has it).
+    fn attention_blocks(
+        &self,
+        q: ArrayView4<'_, f32>,
+        k: ArrayView4<'_, f32>,
+        v: ArrayView4<'_, f32>,
+        out: &mut ArrayViewMut4<'_, f32>,
+        plan: &Plan<'_>,
+        opts: &AttentionOptions<'_>,
+    ) -> Result<(), Error> {
+        let (batch, heads, seq_q, dim) = q.dim();
+        let (seq_k, v_dim, group) = (k.shape()[2], v.shape()[3], heads / k.shape()[1]);
+        let query_block = match opts.query_block {
+            0 => AttentionOptions::DEFAULT_QUERY_BLOCK,
+            n => n,
+        };
+        let key_block = match opts.key_block {
+            0 => AttentionOptions::DEFAULT_KEY_BLOCK,
+            n => n,
+        };
         let mut items = Vec::new();
         for (b, per_batch) in out.view_mut().into_outer_iter_mut().enumerate() {
             for (h, per_head) in per_batch.into_outer_iter_mut().enumerate() {
-                for (blk, o) in per_head.into_axis_chunks_iter_mut(Axis(0), qb).enumerate() {
-                    items.push((b, h, blk * qb, o));
+                let blocks = per_head.into_axis_chunks_iter_mut(Axis(0), query_block);
+                for (i, o) in blocks.enumerate() {
+                    items.push((b, h, i * query_block, o));
                 }
             }
         }
-        // Each item runs the GEMMs on the calling thread; the items are spread over the threads.
         let inner = Session::<M> {
             pool: None,
             parallel_threshold: usize::MAX,
@@ -329,12 +382,12 @@ impl<M: Mode> Session<M> {
                 v: v.slice(s![b, h / group, .., ..]),
             };
             if M::FAST {
-                inner.attention_block_online(&plan, &block, &mut o, kblk)
+                inner.attention_block_online(plan, &block, &mut o, key_block)
             } else {
-                inner.attention_block_exact(&plan, &block, &mut o)
+                inner.attention_block_exact(plan, &block, &mut o)
             }
         };
-        let work = batch * heads * seq_q * seq_k.max(1) * (dim + v_dim).max(1);
+        let work = batch * heads * seq_q * seq_k.max(1) * (dim + v_dim);
         if self.parallel(work / 64) {
             self.install(|| items.into_par_iter().try_for_each(run))
         } else {
@@ -351,26 +404,25 @@ impl<M: Mode> Session<M> {
         out: &mut ArrayViewMut2<'_, f32>,
     ) -> Result<(), Error> {
         let Block { b, h, q0, q, k, v } = *block;
-        let end = plan.key_end(b, q0 + q.nrows());
-        let mut p = Array2::<f32>::zeros((q.nrows(), end));
-        let mask = FromFn(|t: &mut ndarray::ArrayRef2<f32>, i: usize, j: usize| {
-            plan.scale_and_mask(t, b, h, q0 + i, j)
-        });
-        self.matmul(&q, &k.slice(s![..end, ..]).t(), &mut p, &mask)?;
-        for mut row in p.rows_mut() {
-            if let Some(r) = row.as_slice_mut() {
-                self.row_kernel(r, plan.policy, false);
-            }
-        }
+        let end = plan.block_end(b, q0 + q.nrows());
         if end == 0 {
             out.fill(if plan.policy == MaskedRow::Nan {
-                crate::ops::CANONICAL_NAN
+                CANONICAL_NAN
             } else {
                 0.0
             });
             return Ok(());
         }
-        self.matmul(&p, &v.slice(s![..end, ..]), out, &Identity)
+        let mut scores = vec![0f32; q.nrows() * end];
+        let mut p = matrix(&mut scores, q.nrows(), end)?;
+        self.matmul_into(&q, &k.slice(s![..end, ..]).t(), &mut p, &Identity)?;
+        for (i, row) in scores.chunks_exact_mut(end).enumerate() {
+            plan.with_row_mask((b, h, q0 + i), (0, end), |mask| {
+                masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, plan.policy)
+            });
+        }
+        let p = matrix(&mut scores, q.nrows(), end)?;
+        self.matmul_into(&p, &v.slice(s![..end, ..]), out, &Identity)
     }
 
     /// Fast mode: the online softmax over key tiles.
@@ -383,25 +435,24 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         let Block { b, h, q0, q, k, v } = *block;
         let rows = q.nrows();
-        let end = plan.key_end(b, q0 + rows);
+        let end = plan.block_end(b, q0 + rows);
         let mut state = vec![OnlineSoftmax::new(); rows];
         out.fill(0.0);
         let mut part = Array2::<f32>::zeros((rows, v.ncols()));
         let mut k0 = 0;
         while k0 < end {
             let k1 = (k0 + key_block).min(end);
-            let mut p = Array2::<f32>::zeros((rows, k1 - k0));
-            let mask = FromFn(|t: &mut ndarray::ArrayRef2<f32>, i: usize, j: usize| {
-                plan.scale_and_mask(t, b, h, q0 + i, k0 + j)
-            });
-            self.matmul(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &mask)?;
+            let mut scores = vec![0f32; rows * (k1 - k0)];
+            let mut p = matrix(&mut scores, rows, k1 - k0)?;
+            self.matmul_into(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &Identity)?;
             let mut rescale = vec![1f32; rows];
-            for ((mut row, st), r) in p.rows_mut().into_iter().zip(&mut state).zip(&mut rescale) {
-                if let Some(slice) = row.as_slice_mut() {
-                    *r = st.update::<M>(self.isa, slice)?;
-                }
+            for (i, (row, st)) in scores.chunks_exact_mut(k1 - k0).zip(&mut state).enumerate() {
+                rescale[i] = plan.with_row_mask((b, h, q0 + i), (k0, k1), |mask| {
+                    st.update::<M>(self.isa, row, plan.scale, mask)
+                });
             }
-            self.matmul(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
+            let p = matrix(&mut scores, rows, k1 - k0)?;
+            self.matmul_into(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
             for ((mut o, pr), r) in out.rows_mut().into_iter().zip(part.rows()).zip(&rescale) {
                 o.zip_mut_with(&pr, |o, &x| *o = *o * *r + x);
             }
@@ -410,7 +461,7 @@ impl<M: Mode> Session<M> {
         for (mut o, st) in out.rows_mut().into_iter().zip(&state) {
             match (st.normalizer(), plan.policy) {
                 (Some(inv), _) => o.mapv_inplace(|x| x * inv),
-                (None, MaskedRow::Nan) => o.fill(crate::ops::CANONICAL_NAN),
+                (None, MaskedRow::Nan) => o.fill(CANONICAL_NAN),
                 (None, MaskedRow::Zero) => o.fill(0.0),
                 (None, MaskedRow::Uniform) => {
                     let n = v.nrows().max(1) as f32;
@@ -422,8 +473,13 @@ impl<M: Mode> Session<M> {
     }
 }
 
+/// `buf` as a C-order `rows x cols` matrix.
+fn matrix(buf: &mut [f32], rows: usize, cols: usize) -> Result<ArrayViewMut2<'_, f32>, Error> {
+    ArrayViewMut2::from_shape((rows, cols), buf).map_err(|e| Error::InvalidArgument(e.to_string()))
+}
+
 /// A 2-D or 4-D tensor as `[batch, heads, seq, dim]`.
-fn four<D: Dimension>(a: &ArrayRef<f32, D>) -> Result<ArrayView4<'_, f32>, Error> {
+fn as_4d<D: Dimension>(a: &ArrayRef<f32, D>) -> Result<ArrayView4<'_, f32>, Error> {
     match a.ndim() {
         4 => a
             .view()
@@ -436,10 +492,12 @@ fn four<D: Dimension>(a: &ArrayRef<f32, D>) -> Result<ArrayView4<'_, f32>, Error
                 .map_err(shape_err(a.shape()))?;
             Ok(a2.insert_axis(Axis(0)).insert_axis(Axis(0)))
         }
-        n => Err(Error::InvalidArgument(format!(
-            "attention takes 2-D or 4-D tensors, got {n}-D"
-        ))),
+        n => Err(not_2d_or_4d(n)),
     }
+}
+
+fn not_2d_or_4d(n: usize) -> Error {
+    Error::InvalidArgument(format!("attention takes 2-D or 4-D tensors, got {n}-D"))
 }
 
 fn shape_err(shape: &[usize]) -> impl FnOnce(ndarray::ShapeError) -> Error + '_ {

@@ -3,26 +3,36 @@
 
 use ndarray::{Array, ArrayRef, Dimension};
 
-use super::{Element, Session};
-use crate::{Error, Func, Mode};
+use super::Session;
+use super::walk::SliceOp;
+use crate::error::same_shape;
+use crate::{Element, Error, Func, Mode};
 
-/// `Err(ShapeMismatch)` unless `a` and `b` have the same shape.
-pub(crate) fn same_shape(what: &'static str, a: &[usize], b: &[usize]) -> Result<(), Error> {
-    if a == b {
-        Ok(())
-    } else {
-        Err(Error::ShapeMismatch {
-            what,
-            expected: a.to_vec(),
-            found: b.to_vec(),
-        })
+/// The slice kernel of one function in a session's mode, as a [`SliceOp`].
+struct FuncOp<'s, M: Mode> {
+    session: &'s Session<M>,
+    func: Func,
+}
+
+impl<M: Mode> SliceOp for FuncOp<'_, M> {
+    fn in_place(&self, data: &mut [f32]) {
+        self.session.kernel_in_place(self.func, data)
+    }
+    fn into(&self, src: &[f32], dst: &mut [f32]) {
+        self.session.kernel_into(self.func, src, dst)
     }
 }
 
 impl<M: Mode> Session<M> {
     /// Applies `func` in place to an array or view of any layout and dimension.
     pub fn apply<T: Element, D: Dimension>(&self, func: Func, a: &mut ArrayRef<T, D>) {
-        self.array_in_place(a, &|buf: &mut [f32]| self.kernel_in_place(func, buf));
+        self.array_in_place(
+            a,
+            &FuncOp {
+                session: self,
+                func,
+            },
+        );
     }
 
     /// `dst = func(src)`; [`Error::ShapeMismatch`] unless the shapes are equal.
@@ -33,7 +43,14 @@ impl<M: Mode> Session<M> {
         dst: &mut ArrayRef<T, D>,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        self.array_into(src, dst, &|buf: &mut [f32]| self.kernel_in_place(func, buf));
+        self.array_into(
+            src,
+            dst,
+            &FuncOp {
+                session: self,
+                func,
+            },
+        );
         Ok(())
     }
 

@@ -1,12 +1,15 @@
-//! [`Session`]: the mode, the instruction set, the threads and the policies, and the ndarray
-//! plumbing that brings tensors to the slice kernels.
+//! [`Session`]: the mode, the instruction set, the threads and the policies; every public
+//! operator is a method of it, defined in this folder, composing the layers below (the slice
+//! and row kernels of `ops`, the GEMM and its epilogues) with the ndarray plumbing of
+//! `walk.rs` (element-wise) and `rows.rs` (rows).
 
-pub mod attention;
-mod element;
+mod attention;
 mod elementwise;
 mod gated;
+mod matmul;
 mod norm;
-pub mod softmax;
+mod rows;
+mod softmax;
 mod walk;
 
 use std::fmt;
@@ -14,19 +17,16 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 pub use attention::AttentionOptions;
-pub use element::Element;
 pub use softmax::Mask;
 
+use crate::lanes::Supported;
 use crate::ops::softmax::MaskedRow;
-
 use crate::{Error, Exact, Fast, Func, Isa, Mode, ops};
 
 /// Elements per parallel work item: fixed, never a function of the thread count.
 pub(crate) const PAR_CHUNK: usize = 1 << 16;
 /// Elements per conversion chunk for 16-bit types and strided views (fits in L1 as `f32`).
 pub(crate) const CONVERT_CHUNK: usize = 4096;
-/// The default number of elements below which work stays on the calling thread.
-pub const DEFAULT_PARALLEL_THRESHOLD: usize = 1 << 17;
 
 /// The entry point: a mode ([`Exact`] or [`Fast`], fixed at compile time), an instruction set,
 /// a thread policy. Cheap to clone and share (`Send + Sync`); its operators take any `ndarray`
@@ -42,7 +42,7 @@ pub const DEFAULT_PARALLEL_THRESHOLD: usize = 1 << 17;
 /// assert_eq!(hidden[[0, 0]], 0.0);
 /// ```
 pub struct Session<M: Mode> {
-    isa: Isa,
+    isa: Supported,
     pool: Option<Arc<rayon::ThreadPool>>,
     parallel_threshold: usize,
     masked_row: MaskedRow,
@@ -97,25 +97,29 @@ impl Session<Fast> {
 }
 
 impl<M: Mode> Session<M> {
+    /// The default number of elements below which work stays on the calling thread.
+    pub const DEFAULT_PARALLEL_THRESHOLD: usize = 1 << 17;
+
     /// A session on the instruction set `ACTIVATION_KERNELS_ISA` forces, or else the widest
     /// this CPU runs; running in the caller's rayon pool.
     ///
     /// If the environment variable names an unknown or unavailable instruction set, this falls
-    /// back to [`Isa::detect`]; [`Session::try_new`] reports it as an error instead.
+    /// back to [`Isa::detect`] and says so once on stderr ([`Isa::preferred_or_detect`]);
+    /// [`Session::try_new`] reports it as an error instead.
     pub fn new() -> Self {
-        Self::on(Isa::preferred().unwrap_or_else(|_| Isa::detect()))
+        Self::on(Supported::preferred_or_detect())
     }
 
     /// Like [`Session::new`], but an unknown or unavailable `ACTIVATION_KERNELS_ISA` is an error.
     pub fn try_new() -> Result<Self, Error> {
-        Ok(Self::on(Isa::preferred()?))
+        Ok(Self::on(Supported::preferred()?))
     }
 
-    fn on(isa: Isa) -> Self {
+    fn on(isa: Supported) -> Self {
         Session {
             isa,
             pool: None,
-            parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
+            parallel_threshold: Self::DEFAULT_PARALLEL_THRESHOLD,
             masked_row: MaskedRow::Zero,
             mode: PhantomData,
         }
@@ -124,7 +128,7 @@ impl<M: Mode> Session<M> {
     /// The same session on `isa`; [`Error::IsaUnavailable`] if this CPU lacks it.
     pub fn with_isa(self, isa: Isa) -> Result<Self, Error> {
         Ok(Session {
-            isa: isa.checked()?,
+            isa: isa.supported()?,
             ..self
         })
     }
@@ -158,7 +162,7 @@ impl<M: Mode> Session<M> {
 
     /// The instruction set the session runs on.
     pub fn isa(&self) -> Isa {
-        self.isa
+        self.isa.isa()
     }
 
     /// The parallel threshold, in elements.
@@ -186,10 +190,12 @@ impl<M: Mode> Session<M> {
 
     /// The slice kernel of `func` in place on `f32` data, on the session's instruction set.
     pub(crate) fn kernel_in_place(&self, func: Func, data: &mut [f32]) {
-        let done = ops::map::map_slice_in_place::<M>(func, self.isa, data);
-        // The instruction set was checked when the session was built; CPUs do not lose
-        // features, so dispatch cannot fail here.
-        debug_assert!(done.is_ok(), "{done:?}");
+        ops::map::map_slice_in_place::<M>(func, self.isa, data)
+    }
+
+    /// The slice kernel of `func` from `src` into `dst` (equal lengths).
+    pub(crate) fn kernel_into(&self, func: Func, src: &[f32], dst: &mut [f32]) {
+        ops::map::map_slice::<M>(func, self.isa, src, dst)
     }
 }
 

@@ -1,24 +1,28 @@
-//! Layer normalisation over the last axis.
+//! Layer normalisation over the last axis, in three forms.
 
-use ndarray::{ArrayRef, ArrayRef1, ArrayViewMut1, Axis, Dimension, Zip};
+use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
-use super::{Element, Session};
+use super::Session;
+use super::rows::no_extra;
+use crate::error::same_shape;
 use crate::ops::norm::layer_norm_row_on;
-use crate::{Error, Mode};
+use crate::rows::with_row;
+use crate::{Element, Error, Mode};
 
 impl<M: Mode> Session<M> {
     /// Layer normalisation over the last axis, in place: each row becomes
     /// `((x - mean) / sqrt(var + eps)) * gamma + beta`, the mean and variance summed in the
     /// canonical order (so exact mode gives the same bits on every instruction set and thread
-    /// count). `gamma` and `beta` have the last axis's length.
+    /// count). `gamma` and `beta` have the last axis's length; `eps` is finite and `>= 0`.
     ///
     /// ```
     /// use activation_kernels::Session;
     /// use ndarray::{array, Array1};
     /// let mut x = array![[1.0f32, 2.0, 3.0, 4.0]];
     /// let (g, b) = (Array1::ones(4), Array1::zeros(4));
-    /// Session::exact().layer_norm(&mut x, &g, &b, 0.0).unwrap();
+    /// Session::exact().layer_norm(&mut x, &g, &b, 0.0)?;
     /// assert!((x[[0, 0]] + 1.3416407).abs() < 1e-6);
+    /// # Ok::<(), activation_kernels::Error>(())
     /// ```
     pub fn layer_norm<T: Element, D: Dimension>(
         &self,
@@ -27,44 +31,91 @@ impl<M: Mode> Session<M> {
         beta: &ArrayRef1<f32>,
         eps: f32,
     ) -> Result<(), Error> {
-        let nd = x.ndim();
-        if nd == 0 {
-            return Err(Error::InvalidArgument(
-                "layer_norm needs at least one axis".into(),
-            ));
-        }
-        let n = x.shape()[nd - 1];
-        if gamma.len() != n || beta.len() != n {
-            return Err(Error::ShapeMismatch {
-                what: "layer norm gamma and beta (the last axis)",
-                expected: vec![n],
-                found: vec![gamma.len(), beta.len()],
-            });
-        }
-        let (g, b) = (gamma.to_vec(), beta.to_vec());
+        let axis = check_layer_norm(x.shape(), gamma, beta, eps)?;
+        let extra = no_extra(x.shape(), axis);
         let isa = self.isa;
-        let row = |mut lane: ArrayViewMut1<'_, T>| {
-            if let Some(s) = lane.as_slice_mut()
-                && let Some(f) = T::as_f32_slice_mut(s)
-            {
-                let done = layer_norm_row_on::<M>(isa, f, &g, &b, eps);
-                debug_assert!(done.is_ok(), "{done:?}");
-                return;
-            }
-            let mut buf: Vec<f32> = lane.iter().map(|v| v.to_f32()).collect();
-            let done = layer_norm_row_on::<M>(isa, &mut buf, &g, &b, eps);
-            debug_assert!(done.is_ok(), "{done:?}");
-            for (v, y) in lane.iter_mut().zip(&buf) {
-                *v = T::from_f32(*y);
-            }
-        };
-        let parallel = self.parallel(x.len());
-        let z = Zip::from(x.lanes_mut(Axis(nd - 1)));
-        if parallel {
-            self.install(|| z.par_for_each(row));
-        } else {
-            z.for_each(row);
-        }
+        with_row(gamma.view(), |g| {
+            with_row(beta.view(), |b| {
+                self.for_each_row(x.view_mut().into_dyn(), axis, extra.view(), |row, &()| {
+                    layer_norm_row_on::<M>(isa, row, g, b, eps)
+                })
+            })
+        });
         Ok(())
     }
+
+    /// `dst = layer_norm(src)` (see [`Session::layer_norm`]); shapes must match.
+    pub fn layer_norm_into<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        dst: &mut ArrayRef<T, D>,
+        gamma: &ArrayRef1<f32>,
+        beta: &ArrayRef1<f32>,
+        eps: f32,
+    ) -> Result<(), Error> {
+        same_shape("source and destination", src.shape(), dst.shape())?;
+        let axis = check_layer_norm(src.shape(), gamma, beta, eps)?;
+        let extra = no_extra(src.shape(), axis);
+        let isa = self.isa;
+        let (s, d) = (src.view().into_dyn(), dst.view_mut().into_dyn());
+        with_row(gamma.view(), |g| {
+            with_row(beta.view(), |b| {
+                self.for_each_row_into(s, d, axis, extra.view(), |row, &()| {
+                    layer_norm_row_on::<M>(isa, row, g, b, eps)
+                })
+            })
+        });
+        Ok(())
+    }
+
+    /// `layer_norm(src)` as a new array (see [`Session::layer_norm`]).
+    pub fn layer_norm_owned<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        gamma: &ArrayRef1<f32>,
+        beta: &ArrayRef1<f32>,
+        eps: f32,
+    ) -> Result<Array<T, D>, Error> {
+        let mut out = src.to_owned();
+        self.layer_norm(&mut out, gamma, beta, eps)?;
+        Ok(out)
+    }
+}
+
+/// The last axis of `shape`, once `gamma`, `beta` and `eps` are checked against it.
+fn check_layer_norm(
+    shape: &[usize],
+    gamma: &ArrayRef1<f32>,
+    beta: &ArrayRef1<f32>,
+    eps: f32,
+) -> Result<Axis, Error> {
+    let Some(&n) = shape.last() else {
+        return Err(Error::InvalidArgument(
+            "layer_norm needs at least one axis".into(),
+        ));
+    };
+    for (what, len) in [
+        (
+            "layer norm gamma (one value per element of the last axis)",
+            gamma.len(),
+        ),
+        (
+            "layer norm beta (one value per element of the last axis)",
+            beta.len(),
+        ),
+    ] {
+        if len != n {
+            return Err(Error::ShapeMismatch {
+                what,
+                expected: vec![n],
+                found: vec![len],
+            });
+        }
+    }
+    if !(eps >= 0.0 && eps.is_finite()) {
+        return Err(Error::InvalidArgument(format!(
+            "layer_norm eps must be finite and >= 0, got {eps}"
+        )));
+    }
+    Ok(Axis(shape.len() - 1))
 }

@@ -1,14 +1,19 @@
 //! Softmax, log-softmax and the masked softmax of attention scores over ndarray, any axis, any
-//! strides, `f32`/`f16`/`bf16`. Rows are never split across threads, and each row is summed in
-//! the canonical order, so exact results depend on neither the instruction set nor the thread
-//! count nor the layout.
+//! strides, `f32`/`f16`/`bf16`, each in three forms (in place, `_into`, `_owned`). Rows are
+//! never split across threads, and each row is summed in the canonical order, so exact results
+//! depend on neither the instruction set nor the thread count nor the layout.
 
-use ndarray::{ArrayRef, ArrayViewD, ArrayViewMut1, Axis, Dimension, IxDyn, Zip};
+use ndarray::{
+    Array, Array1, ArrayRef, ArrayView1, ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn,
+    NdProducer,
+};
 
-use super::elementwise::same_shape;
-use super::{Element, Session};
-use crate::ops::softmax::{MaskedRow, softmax_row_on};
-use crate::{Error, Mode};
+use super::Session;
+use super::rows::no_extra;
+use crate::error::same_shape;
+use crate::ops::softmax::{MaskedRow, ScoreMask, masked_softmax_row_on, softmax_row_on};
+use crate::rows::{with_bool_row, with_row};
+use crate::{Element, Error, Mode};
 
 /// The mask of [`Session::masked_softmax`], over the last two axes `[.., rows, cols]` of the
 /// scores; array masks broadcast over the leading axes (ndarray's broadcasting rules).
@@ -29,17 +34,36 @@ pub enum Mask<'a> {
     Additive(ArrayViewD<'a, f32>),
 }
 
-/// Runs `f` on every row of the zip `z`: spread over the session's threads when `parallel`
-/// (a row is never split), else on the calling thread.
-macro_rules! for_each_row {
-    ($session:expr, $parallel:expr, $z:expr, $f:expr) => {{
-        let (z, f) = ($z, $f);
-        if $parallel {
-            $session.install(|| z.par_for_each(f));
-        } else {
-            z.for_each(f);
+/// Where a row operator writes: over its input, or from a source into a destination.
+enum Target<'s, 'd, T> {
+    InPlace(ArrayViewMutD<'d, T>),
+    Into(ArrayViewD<'s, T>, ArrayViewMutD<'d, T>),
+}
+
+impl<T: Element> Target<'_, '_, T> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            Target::InPlace(x) => x.shape(),
+            Target::Into(s, _) => s.shape(),
         }
-    }};
+    }
+
+    /// `op(row, item)` on every row along `axis` (see `Session::for_each_row`).
+    fn rows<M: Mode, P>(
+        self,
+        session: &Session<M>,
+        axis: Axis,
+        extra: P,
+        op: impl Fn(&mut [f32], P::Item) + Sync,
+    ) where
+        P: NdProducer<Dim = IxDyn> + Send,
+        P::Item: Send,
+    {
+        match self {
+            Target::InPlace(x) => session.for_each_row(x, axis, extra, op),
+            Target::Into(s, d) => session.for_each_row_into(s, d, axis, extra, op),
+        }
+    }
 }
 
 impl<M: Mode> Session<M> {
@@ -63,25 +87,17 @@ impl<M: Mode> Session<M> {
     /// use activation_kernels::Session;
     /// use ndarray::{array, Axis};
     /// let mut x = array![[1.0f32, 2.0, 3.0], [0.0, 0.0, f32::NEG_INFINITY]];
-    /// Session::exact().softmax(&mut x, Axis(1)).unwrap();
+    /// Session::exact().softmax(&mut x, Axis(1))?;
     /// assert_eq!(x[[1, 0]], 0.5);
     /// assert_eq!(x[[1, 2]], 0.0);
+    /// # Ok::<(), activation_kernels::Error>(())
     /// ```
     pub fn softmax<T: Element, D: Dimension>(
         &self,
         x: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        self.rows(x, axis, false)
-    }
-
-    /// Log-softmax along `axis`, in place: `(x_i - m) - log(s)`.
-    pub fn log_softmax<T: Element, D: Dimension>(
-        &self,
-        x: &mut ArrayRef<T, D>,
-        axis: Axis,
-    ) -> Result<(), Error> {
-        self.rows(x, axis, true)
+        self.softmax_rows(Target::InPlace(x.view_mut().into_dyn()), axis, false)
     }
 
     /// `dst = softmax(src)` along `axis`; shapes must match.
@@ -91,7 +107,29 @@ impl<M: Mode> Session<M> {
         dst: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        self.rows_into(src, dst, axis, false)
+        same_shape("source and destination", src.shape(), dst.shape())?;
+        let target = Target::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        self.softmax_rows(target, axis, false)
+    }
+
+    /// `softmax(src)` along `axis` as a new array.
+    pub fn softmax_owned<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        axis: Axis,
+    ) -> Result<Array<T, D>, Error> {
+        let mut out = src.to_owned();
+        self.softmax(&mut out, axis)?;
+        Ok(out)
+    }
+
+    /// Log-softmax along `axis`, in place: `(x_i - m) - log(s)`.
+    pub fn log_softmax<T: Element, D: Dimension>(
+        &self,
+        x: &mut ArrayRef<T, D>,
+        axis: Axis,
+    ) -> Result<(), Error> {
+        self.softmax_rows(Target::InPlace(x.view_mut().into_dyn()), axis, true)
     }
 
     /// `dst = log_softmax(src)` along `axis`; shapes must match.
@@ -101,7 +139,20 @@ impl<M: Mode> Session<M> {
         dst: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        self.rows_into(src, dst, axis, true)
+        same_shape("source and destination", src.shape(), dst.shape())?;
+        let target = Target::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        self.softmax_rows(target, axis, true)
+    }
+
+    /// `log_softmax(src)` along `axis` as a new array.
+    pub fn log_softmax_owned<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        axis: Axis,
+    ) -> Result<Array<T, D>, Error> {
+        let mut out = src.to_owned();
+        self.log_softmax(&mut out, axis)?;
+        Ok(out)
     }
 
     /// The softmax of attention scores `[.., rows, cols]` over the last axis, in place: each
@@ -112,13 +163,14 @@ impl<M: Mode> Session<M> {
     /// Errors: fewer than two axes, or an array mask that does not broadcast to the scores.
     ///
     /// ```
-    /// use activation_kernels::{Session, session::Mask};
+    /// use activation_kernels::{Mask, Session};
     /// use ndarray::Array3;
     /// let mut scores = Array3::<f32>::ones((2, 3, 3));
-    /// Session::exact().masked_softmax(&mut scores, 0.125, &Mask::Causal { offset: 0 }).unwrap();
+    /// Session::exact().masked_softmax(&mut scores, 0.125, &Mask::Causal { offset: 0 })?;
     /// assert_eq!(scores[[0, 0, 0]], 1.0);
     /// assert_eq!(scores[[1, 1, 2]], 0.0);
     /// assert_eq!(scores[[1, 2, 1]], scores[[1, 2, 0]]);
+    /// # Ok::<(), activation_kernels::Error>(())
     /// ```
     pub fn masked_softmax<T: Element, D: Dimension>(
         &self,
@@ -126,143 +178,135 @@ impl<M: Mode> Session<M> {
         scale: f32,
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
-        let nd = scores.ndim();
+        self.masked_rows(Target::InPlace(scores.view_mut().into_dyn()), scale, mask)
+    }
+
+    /// `dst = masked_softmax(src)` (see [`Session::masked_softmax`]); shapes must match.
+    pub fn masked_softmax_into<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        dst: &mut ArrayRef<T, D>,
+        scale: f32,
+        mask: &Mask<'_>,
+    ) -> Result<(), Error> {
+        same_shape("source and destination", src.shape(), dst.shape())?;
+        let target = Target::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        self.masked_rows(target, scale, mask)
+    }
+
+    /// `masked_softmax(src)` as a new array (see [`Session::masked_softmax`]).
+    pub fn masked_softmax_owned<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        scale: f32,
+        mask: &Mask<'_>,
+    ) -> Result<Array<T, D>, Error> {
+        let mut out = src.to_owned();
+        self.masked_softmax(&mut out, scale, mask)?;
+        Ok(out)
+    }
+
+    fn softmax_rows<T: Element>(
+        &self,
+        target: Target<'_, '_, T>,
+        axis: Axis,
+        log_form: bool,
+    ) -> Result<(), Error> {
+        check_axis(axis, target.shape().len())?;
+        let extra = no_extra(target.shape(), axis);
+        let (isa, policy) = (self.isa, self.masked_row);
+        target.rows(self, axis, extra.view(), |row, &()| {
+            softmax_row_on::<M>(isa, row, policy, log_form)
+        });
+        Ok(())
+    }
+
+    fn masked_rows<T: Element>(
+        &self,
+        target: Target<'_, '_, T>,
+        scale: f32,
+        mask: &Mask<'_>,
+    ) -> Result<(), Error> {
+        let shape = target.shape().to_vec();
+        let nd = shape.len();
         if nd < 2 {
             return Err(Error::InvalidArgument(format!(
                 "masked_softmax needs scores of at least 2 axes [.., rows, cols], got {nd}"
             )));
         }
-        let shape = scores.shape().to_vec();
         let broadcast = |m_shape: &[usize]| Error::ShapeMismatch {
             what: "mask (does not broadcast to the scores)",
             expected: shape.clone(),
             found: m_shape.to_vec(),
         };
-        let mut scores = scores.view_mut().into_dyn();
         let last = Axis(nd - 1);
-        let policy = self.masked_row;
-        let prepare_and_softmax = |mut row: ArrayViewMut1<'_, T>, fill: &dyn Fn(&mut [f32])| {
-            // A contiguous f32 row is scaled, masked and normalised where it lies.
-            if let Some(s) = row.as_slice_mut()
-                && let Some(f) = T::as_f32_slice_mut(s)
-            {
-                f.iter_mut().for_each(|v| *v *= scale);
-                fill(f);
-                return self.row_kernel(f, policy, false);
-            }
-            let mut buf: Vec<f32> = row.iter().map(|v| v.to_f32() * scale).collect();
-            fill(&mut buf);
-            self.row_kernel(&mut buf, policy, false);
-            write_back(row, &buf);
+        let (isa, policy) = (self.isa, self.masked_row);
+        let row = move |row: &mut [f32], mask: ScoreMask<'_>| {
+            masked_softmax_row_on::<M>(isa, row, scale, mask, policy)
         };
-        let parallel = self.parallel(scores.len());
         match mask {
             Mask::None => {
-                let z = Zip::from(scores.lanes_mut(last));
-                for_each_row!(self, parallel, z, |row| prepare_and_softmax(row, &|_| {}));
+                let extra = no_extra(&shape, last);
+                target.rows(self, last, extra.view(), |r, &()| {
+                    row(r, ScoreMask::none(r.len()))
+                });
             }
             Mask::Causal { offset } => {
                 // The row index of every row, broadcast over the leading axes.
-                let rows = ndarray::Array1::from_iter(0..shape[nd - 2]);
-                let rows = rows
+                let index = Array1::from_iter(0..shape[nd - 2]);
+                let index = index
                     .broadcast(IxDyn(&shape[..nd - 1]))
                     .ok_or_else(|| broadcast(&shape))?;
-                let z = Zip::from(scores.lanes_mut(last)).and(&rows);
-                let run = |row: ArrayViewMut1<'_, T>, &i: &usize| {
-                    let limit = i.saturating_add(*offset);
-                    prepare_and_softmax(row, &|buf: &mut [f32]| {
-                        buf.iter_mut()
-                            .skip(limit.saturating_add(1))
-                            .for_each(|v| *v = f32::NEG_INFINITY)
-                    })
-                };
-                for_each_row!(self, parallel, z, run);
+                target.rows(self, last, index, |r, &i| {
+                    let end = i.saturating_add(*offset).saturating_add(1);
+                    row(
+                        r,
+                        ScoreMask {
+                            end,
+                            ..ScoreMask::none(r.len())
+                        },
+                    )
+                });
             }
             Mask::Keep(keep) => {
                 let keep = keep
                     .broadcast(IxDyn(&shape))
                     .ok_or_else(|| broadcast(keep.shape()))?;
-                let z = Zip::from(scores.lanes_mut(last)).and(keep.lanes(last));
-                let run = |row: ArrayViewMut1<'_, T>, keep: ndarray::ArrayView1<'_, bool>| {
-                    prepare_and_softmax(row, &|buf: &mut [f32]| {
-                        for (v, k) in buf.iter_mut().zip(keep.iter()) {
-                            if !*k {
-                                *v = f32::NEG_INFINITY;
-                            }
-                        }
-                    })
-                };
-                for_each_row!(self, parallel, z, run);
+                target.rows(
+                    self,
+                    last,
+                    keep.lanes(last),
+                    |r, k: ArrayView1<'_, bool>| {
+                        with_bool_row(k, |k| {
+                            row(
+                                r,
+                                ScoreMask {
+                                    keep: Some(k),
+                                    ..ScoreMask::none(r.len())
+                                },
+                            )
+                        })
+                    },
+                );
             }
             Mask::Additive(add) => {
                 let add = add
                     .broadcast(IxDyn(&shape))
                     .ok_or_else(|| broadcast(add.shape()))?;
-                let z = Zip::from(scores.lanes_mut(last)).and(add.lanes(last));
-                let run = |row: ArrayViewMut1<'_, T>, add: ndarray::ArrayView1<'_, f32>| {
-                    prepare_and_softmax(row, &|buf: &mut [f32]| {
-                        for (v, a) in buf.iter_mut().zip(add.iter()) {
-                            *v += *a;
-                        }
+                target.rows(self, last, add.lanes(last), |r, a: ArrayView1<'_, f32>| {
+                    with_row(a, |a| {
+                        row(
+                            r,
+                            ScoreMask {
+                                add: Some(a),
+                                ..ScoreMask::none(r.len())
+                            },
+                        )
                     })
-                };
-                for_each_row!(self, parallel, z, run);
+                });
             }
         }
         Ok(())
-    }
-
-    /// Softmax of one `f32` row in place with the session's mode and instruction set.
-    pub(crate) fn row_kernel(&self, row: &mut [f32], policy: MaskedRow, log_form: bool) {
-        let done = softmax_row_on::<M>(self.isa, row, policy, log_form);
-        debug_assert!(done.is_ok(), "{done:?}");
-    }
-
-    fn rows_into<T: Element, D: Dimension>(
-        &self,
-        src: &ArrayRef<T, D>,
-        dst: &mut ArrayRef<T, D>,
-        axis: Axis,
-        log_form: bool,
-    ) -> Result<(), Error> {
-        same_shape("source and destination", src.shape(), dst.shape())?;
-        check_axis(axis, src.ndim())?;
-        dst.assign(src);
-        self.rows(dst, axis, log_form)
-    }
-
-    fn rows<T: Element, D: Dimension>(
-        &self,
-        x: &mut ArrayRef<T, D>,
-        axis: Axis,
-        log_form: bool,
-    ) -> Result<(), Error> {
-        check_axis(axis, x.ndim())?;
-        if x.is_empty() {
-            return Ok(());
-        }
-        let policy = self.masked_row;
-        let row = |mut lane: ArrayViewMut1<'_, T>| {
-            // A row in logical order: only a unit-stride lane is used where it lies.
-            if let Some(s) = lane.as_slice_mut()
-                && let Some(f) = T::as_f32_slice_mut(s)
-            {
-                return self.row_kernel(f, policy, log_form);
-            }
-            let mut buf: Vec<f32> = lane.iter().map(|v| v.to_f32()).collect();
-            self.row_kernel(&mut buf, policy, log_form);
-            write_back(lane, &buf);
-        };
-        let parallel = self.parallel(x.len());
-        let z = Zip::from(x.lanes_mut(axis));
-        for_each_row!(self, parallel, z, row);
-        Ok(())
-    }
-}
-
-fn write_back<T: Element>(mut row: ArrayViewMut1<'_, T>, buf: &[f32]) {
-    for (v, b) in row.iter_mut().zip(buf) {
-        *v = T::from_f32(*b);
     }
 }
 

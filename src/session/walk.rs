@@ -1,54 +1,56 @@
-//! Bringing any ndarray layout to the `f32` slice kernels: the contiguous fast path (either
-//! memory order), the strided fallback along the axis of smallest stride, 16-bit types through
-//! `f32` chunks, and the split into fixed-size parallel chunks.
+//! Bringing any ndarray layout to the `f32` slice kernels of element-wise operators: the
+//! contiguous fast path (either memory order), 16-bit types through `f32` chunks, other layouts
+//! lane by lane along the axis of smallest stride (through [`crate::rows`]), and the split into
+//! fixed-size parallel chunks.
 
 use ndarray::{ArrayRef, Axis, Dimension, Zip};
 use rayon::prelude::*;
 
-use super::{CONVERT_CHUNK, Element, PAR_CHUNK, Session};
-use crate::Mode;
+use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
+use crate::rows::{with_row, with_row_mut};
+use crate::{Element, Mode};
 
-/// Runs `op` on `data` as `f32`, one chunk of at most `CONVERT_CHUNK` at a time: directly for
-/// `f32`, through a widened buffer rounded back once for 16-bit types.
-fn chunk_in_place<T: Element>(data: &mut [T], op: &(impl Fn(&mut [f32]) + Sync)) {
+/// An element-wise computation on `f32` slices, in place or from a source into a destination
+/// of the same length.
+pub(crate) trait SliceOp: Sync {
+    /// `data = op(data)`.
+    fn in_place(&self, data: &mut [f32]);
+    /// `dst = op(src)`.
+    fn into(&self, src: &[f32], dst: &mut [f32]);
+}
+
+/// Runs `op` on `data` as `f32`: directly for `f32`, through a widened buffer of at most
+/// `CONVERT_CHUNK` values rounded back once for 16-bit types.
+fn chunk_in_place<T: Element>(data: &mut [T], op: &impl SliceOp) {
     if let Some(f) = T::as_f32_slice_mut(data) {
-        return op(f);
+        return op.in_place(f);
     }
     let mut buf = [0f32; CONVERT_CHUNK];
     for chunk in data.chunks_mut(CONVERT_CHUNK) {
         let buf = &mut buf[..chunk.len()];
         T::widen(chunk, buf);
-        op(buf);
+        op.in_place(buf);
         T::narrow(buf, chunk);
     }
 }
 
-/// `dst = op(src)` chunk by chunk (equal lengths).
-fn chunk_into<T: Element>(src: &[T], dst: &mut [T], op: &(impl Fn(&mut [f32]) + Sync)) {
+/// `dst = op(src)` (equal lengths), directly for `f32`.
+fn chunk_into<T: Element>(src: &[T], dst: &mut [T], op: &impl SliceOp) {
+    if let (Some(s), Some(d)) = (T::as_f32_slice(src), T::as_f32_slice_mut(dst)) {
+        return op.into(s, d);
+    }
     let mut buf = [0f32; CONVERT_CHUNK];
     for (s, d) in src.chunks(CONVERT_CHUNK).zip(dst.chunks_mut(CONVERT_CHUNK)) {
-        match (T::as_f32_slice(s), T::as_f32_slice_mut(d)) {
-            (Some(s), Some(d)) => {
-                d.copy_from_slice(s);
-                op(d);
-            }
-            _ => {
-                let buf = &mut buf[..s.len()];
-                T::widen(s, buf);
-                op(buf);
-                T::narrow(buf, d);
-            }
-        }
+        let buf = &mut buf[..s.len()];
+        T::widen(s, buf);
+        op.in_place(buf);
+        T::narrow(buf, d);
     }
 }
 
 impl<M: Mode> Session<M> {
     /// `op` over a contiguous slice, split into fixed parallel chunks when it is large.
-    pub(crate) fn slice_in_place<T: Element>(
-        &self,
-        data: &mut [T],
-        op: &(impl Fn(&mut [f32]) + Sync),
-    ) {
+    pub(crate) fn slice_in_place<T: Element>(&self, data: &mut [T], op: &impl SliceOp) {
         if self.parallel(data.len()) {
             self.install(|| {
                 data.par_chunks_mut(PAR_CHUNK)
@@ -60,12 +62,7 @@ impl<M: Mode> Session<M> {
     }
 
     /// `dst = op(src)` over contiguous slices of equal length.
-    pub(crate) fn slice_into<T: Element>(
-        &self,
-        src: &[T],
-        dst: &mut [T],
-        op: &(impl Fn(&mut [f32]) + Sync),
-    ) {
+    pub(crate) fn slice_into<T: Element>(&self, src: &[T], dst: &mut [T], op: &impl SliceOp) {
         if self.parallel(src.len()) {
             self.install(|| {
                 src.par_chunks(PAR_CHUNK)
@@ -81,7 +78,7 @@ impl<M: Mode> Session<M> {
     pub(crate) fn array_in_place<T: Element, D: Dimension>(
         &self,
         a: &mut ArrayRef<T, D>,
-        op: &(impl Fn(&mut [f32]) + Sync),
+        op: &impl SliceOp,
     ) {
         if a.is_empty() {
             return;
@@ -93,53 +90,44 @@ impl<M: Mode> Session<M> {
         let lane = |mut lane: ndarray::ArrayViewMut1<'_, T>| match lane.as_slice_memory_order_mut()
         {
             Some(s) => chunk_in_place(s, op),
-            None => strided_lane_in_place(lane, op),
+            None => with_row_mut(lane, |buf| op.in_place(buf)),
         };
-        if self.parallel(a.len()) {
-            self.install(|| Zip::from(a.lanes_mut(axis)).par_for_each(lane));
+        let parallel = self.parallel(a.len());
+        let lanes = Zip::from(a.lanes_mut(axis));
+        if parallel {
+            self.install(|| lanes.par_for_each(lane));
         } else {
-            Zip::from(a.lanes_mut(axis)).for_each(lane);
+            lanes.for_each(lane);
         }
     }
 
-    /// `dst = op(src)` for arrays of the same shape and any layouts.
+    /// `dst = op(src)` for arrays of the same shape (checked by the caller) and any layouts.
     pub(crate) fn array_into<T: Element, D: Dimension>(
         &self,
         src: &ArrayRef<T, D>,
         dst: &mut ArrayRef<T, D>,
-        op: &(impl Fn(&mut [f32]) + Sync),
+        op: &impl SliceOp,
     ) {
+        if src.is_empty() {
+            return;
+        }
         if src.strides() == dst.strides()
             && let (Some(s), Some(d)) =
                 (src.as_slice_memory_order(), dst.as_slice_memory_order_mut())
         {
             return self.slice_into(s, d, op);
         }
-        dst.assign(src);
-        self.array_in_place(dst, op);
-    }
-}
-
-/// A lane that is not contiguous: gathered into `f32` chunks, computed, scattered back.
-fn strided_lane_in_place<T: Element>(
-    mut lane: ndarray::ArrayViewMut1<'_, T>,
-    op: &(impl Fn(&mut [f32]) + Sync),
-) {
-    let mut buf = [0f32; CONVERT_CHUNK];
-    let n = lane.len();
-    let mut start = 0;
-    while start < n {
-        let end = (start + CONVERT_CHUNK).min(n);
-        let mut part = lane.slice_mut(ndarray::s![start..end]);
-        let buf = &mut buf[..end - start];
-        for (b, v) in buf.iter_mut().zip(part.iter()) {
-            *b = v.to_f32();
+        let axis = smallest_stride_axis(dst);
+        let lane = |d: ndarray::ArrayViewMut1<'_, T>, s: ndarray::ArrayView1<'_, T>| {
+            with_row_mut(d, |d| with_row(s, |s| op.into(s, d)))
+        };
+        let parallel = self.parallel(src.len());
+        let lanes = Zip::from(dst.lanes_mut(axis)).and(src.lanes(axis));
+        if parallel {
+            self.install(|| lanes.par_for_each(lane));
+        } else {
+            lanes.for_each(lane);
         }
-        op(buf);
-        for (v, b) in part.iter_mut().zip(buf.iter()) {
-            *v = T::from_f32(*b);
-        }
-        start = end;
     }
 }
 

@@ -3,7 +3,8 @@
 //! separate GEMM, masked softmax and GEMM; no NaN from fully masked rows or tiles.
 
 use crate::common::*;
-use activation_kernels::session::{AttentionOptions, Mask};
+use activation_kernels::epilogue::Identity;
+use activation_kernels::{AttentionOptions, Mask};
 use activation_kernels::{Exact, Fast, Isa, MaskedRow, Mode, Session};
 use ndarray::{Array1, Array2, Array4, ArrayD, Axis, IxDyn, s};
 
@@ -98,7 +99,7 @@ fn check_against_reference<M: Mode>(
     let (want, mag, worst_dot) = reference(c, &q, &k, &v, f64::from(scale), visible, additive);
     let mut out = Array4::<f32>::from_elem((c.batch, c.heads, c.seq_q, c.dim), f32::NAN);
     Session::<M>::new()
-        .attention(&q, &k, &v, &mut out, opts)
+        .attention_into(&q, &k, &v, &mut out, opts)
         .unwrap();
     // Score error: dim roundings of terms up to worst_dot, which moves each probability by up
     // to twice that, relatively; softmax (|d| <= 2 worst_dot, exp, canonical sum: seq_k/16 + 4
@@ -230,14 +231,14 @@ fn exact_attention_bits_do_not_depend_on_isa_threads_or_blocks() {
         .unwrap()
         .with_threads(1)
         .unwrap()
-        .attention(&q, &k, &v, &mut want, &base)
+        .attention_into(&q, &k, &v, &mut want, &base)
         .unwrap();
     for isa in Isa::available() {
         for threads in [1, 2, 3] {
             for qb in [1, 7, 64] {
                 let s = pinned_session::<Exact>(isa, threads);
                 let mut out = Array4::<f32>::zeros(want.raw_dim());
-                s.attention(
+                s.attention_into(
                     &q,
                     &k,
                     &v,
@@ -272,15 +273,17 @@ fn exact_attention_equals_gemm_masked_softmax_gemm() {
     let (q, k, v) = tensors(&c, 5);
     let s = Session::exact();
     let mut out = Array4::<f32>::zeros((1, 2, 30, 16));
-    s.attention(&q, &k, &v, &mut out, &AttentionOptions::default().causal())
+    s.attention_into(&q, &k, &v, &mut out, &AttentionOptions::default().causal())
         .unwrap();
     for h in 0..2 {
         let qh = q.slice(s![0, h, .., ..]);
         let kh = k.slice(s![0, 0, .., ..]);
-        let mut scores = s.matmul_owned(&qh, &kh.t()).unwrap();
+        let mut scores = s.matmul_owned(&qh, &kh.t(), &Identity).unwrap();
         s.masked_softmax(&mut scores, 0.25, &Mask::Causal { offset: 10 })
             .unwrap();
-        let o = s.matmul_owned(&scores, &v.slice(s![0, 0, .., ..])).unwrap();
+        let o = s
+            .matmul_owned(&scores, &v.slice(s![0, 0, .., ..]), &Identity)
+            .unwrap();
         assert!(
             o.iter()
                 .zip(out.slice(s![0, h, .., ..]))
@@ -317,7 +320,7 @@ fn fully_masked_rows_and_tiles_give_no_nan_and_fast_is_thread_invariant() {
         let mut ff = fe.clone();
         Session::exact()
             .with_masked_row(policy)
-            .attention(&q, &k, &v, &mut fe, &opts)
+            .attention_into(&q, &k, &v, &mut fe, &opts)
             .unwrap();
         let fast = |threads| {
             let mut o = Array4::<f32>::zeros((2, 2, 10, 8));
@@ -326,7 +329,7 @@ fn fully_masked_rows_and_tiles_give_no_nan_and_fast_is_thread_invariant() {
                 .with_threads(threads)
                 .unwrap()
                 .with_parallel_threshold(0)
-                .attention(&q, &k, &v, &mut o, &opts)
+                .attention_into(&q, &k, &v, &mut o, &opts)
                 .unwrap();
             o
         };
@@ -367,26 +370,26 @@ fn attention_shape_errors() {
     let k = Array4::<f32>::zeros((1, 2, 5, 8));
     let mut out = Array4::<f32>::zeros((1, 3, 4, 8));
     assert!(
-        s.attention(&q, &k, &k, &mut out, &AttentionOptions::default())
+        s.attention_into(&q, &k, &k, &mut out, &AttentionOptions::default())
             .is_err(),
         "3 heads over 2 kv heads"
     );
     let k = Array4::<f32>::zeros((1, 1, 5, 7));
     assert!(
-        s.attention(&q, &k, &k, &mut out, &AttentionOptions::default())
+        s.attention_into(&q, &k, &k, &mut out, &AttentionOptions::default())
             .is_err(),
         "head_dim"
     );
     let k = Array4::<f32>::zeros((1, 1, 5, 8));
     let mut bad = Array4::<f32>::zeros((1, 3, 4, 9));
     assert!(
-        s.attention(&q, &k, &k, &mut bad, &AttentionOptions::default())
+        s.attention_into(&q, &k, &k, &mut bad, &AttentionOptions::default())
             .is_err(),
         "out shape"
     );
     let lens = [6usize];
     assert!(
-        s.attention(
+        s.attention_into(
             &q,
             &k,
             &k,
@@ -397,7 +400,7 @@ fn attention_shape_errors() {
     );
     let m = Array2::from_elem((4, 6), true);
     assert!(
-        s.attention(
+        s.attention_into(
             &q,
             &k,
             &k,

@@ -33,11 +33,11 @@ fn fused_equals_afterwards<M: Mode>(isa: Isa) {
         let row_bias: Vec<f32> = values(1, m, 4, 4.0).into_raw_vec_and_offset().0;
         let residual = values(m, n, 5, 1.0);
         let mut plain = Array2::zeros((m, n));
-        s.matmul(&a, &b, &mut plain, &Identity).unwrap();
+        s.matmul_into(&a, &b, &mut plain, &Identity).unwrap();
 
         let check = |what: &str, ep: &dyn TileEpilogue, want: &Array2<f32>| {
             let mut c = Array2::from_elem((m, n), f32::NAN);
-            s.matmul(&a, &b, &mut c, ep).unwrap();
+            s.matmul_into(&a, &b, &mut c, ep).unwrap();
             assert_eq!(
                 bits(&c),
                 bits(want),
@@ -146,7 +146,7 @@ fn a_users_gemm_calls_the_same_epilogues() {
     for ep in &epilogues {
         let mine = my_gemm(&a, &b, ep.as_ref());
         let mut c = Array2::zeros((m, n));
-        s.matmul(&a, &b, &mut c, ep).unwrap();
+        s.matmul_into(&a, &b, &mut c, ep).unwrap();
         assert_eq!(bits(&mine), bits(&c));
     }
 }

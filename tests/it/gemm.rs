@@ -103,7 +103,7 @@ fn exact_equals_the_naive_loop_on_every_isa_thread_count_and_layout() {
                     layouts(&Array2::from_elem((m, n), f32::NAN))[(l + 2 * idx) % 3].clone();
                 let mut c = view_mut(&mut cx, cstr);
                 session
-                    .matmul(&view(ax, *astr), &view(bx, *bstr), &mut c, &Identity)
+                    .matmul_into(&view(ax, *astr), &view(bx, *bstr), &mut c, &Identity)
                     .unwrap();
                 assert_eq!(
                     bits(&c),
@@ -124,7 +124,7 @@ fn exact_sums_start_from_positive_zero() {
     for isa in Isa::available() {
         let mut c = Array2::from_elem((3, 17), f32::NAN);
         pinned_session::<Exact>(isa, 1)
-            .matmul(&a, &b, &mut c, &Identity)
+            .matmul_into(&a, &b, &mut c, &Identity)
             .unwrap();
         assert!(c.iter().all(|x| x.to_bits() == 0), "{isa}");
     }
@@ -139,7 +139,7 @@ fn fast_is_within_the_bound_of_a_sequential_sum() {
             let a = values(m, k, 3);
             let b = values(k, n, 4);
             let mut c = Array2::from_elem((m, n), f32::NAN);
-            s.matmul(&a, &b, &mut c, &Identity).unwrap();
+            s.matmul_into(&a, &b, &mut c, &Identity).unwrap();
             let gamma = k as f64 * u / (1.0 - k as f64 * u);
             for ((i, j), &got) in c.indexed_iter() {
                 let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
@@ -177,7 +177,7 @@ fn fast_uses_fused_steps_and_depends_on_neither_threads_nor_isa() {
         for threads in [1, 2, 3] {
             let mut c = Array2::zeros((m, n));
             pinned_session::<Fast>(isa, threads)
-                .matmul(&a, &b, &mut c, &Identity)
+                .matmul_into(&a, &b, &mut c, &Identity)
                 .unwrap();
             assert_eq!(bits(&c), fused, "{isa}, {threads} threads");
         }
@@ -236,10 +236,10 @@ fn the_epilogue_sees_each_finished_element_once() {
             let b = values(k, n, 8);
             let s = pinned_session::<Exact>(isa, threads);
             let mut finished = Array2::zeros((m, n));
-            s.matmul(&a, &b, &mut finished, &Identity).unwrap();
+            s.matmul_into(&a, &b, &mut finished, &Identity).unwrap();
             let counting = Counting::new(&finished);
             let mut c = Array2::from_elem((m, n).f(), f32::NAN);
-            s.matmul(&a, &b, &mut c, &counting).unwrap();
+            s.matmul_into(&a, &b, &mut c, &counting).unwrap();
             let what = format!("{m}x{n}x{k} on {isa}");
             assert!(
                 counting
@@ -265,18 +265,18 @@ fn k_zero_gives_the_epilogue_of_zero() {
     for isa in Isa::available() {
         let exact = pinned_session::<Exact>(isa, 2);
         let mut c = Array2::from_elem((5, 7), f32::NAN);
-        exact.matmul(&a, &b, &mut c, &Identity).unwrap();
+        exact.matmul_into(&a, &b, &mut c, &Identity).unwrap();
         assert!(c.iter().all(|x| x.to_bits() == 0), "{isa}");
 
         let ep = exact.bias_activation(Bias::per_column(&bias[..]), activation_kernels::Func::Silu);
-        exact.matmul(&a, &b, &mut c, &ep).unwrap();
+        exact.matmul_into(&a, &b, &mut c, &ep).unwrap();
         let mut want = Array2::from_shape_fn((5, 7), |(_, j)| bias[j]);
         exact.silu(&mut want);
         assert_eq!(bits(&c), bits(&want), "{isa}");
 
         let fast = pinned_session::<Fast>(isa, 1);
         let mut c = Array2::from_elem((5, 7), f32::NAN);
-        fast.matmul(
+        fast.matmul_into(
             &a,
             &b,
             &mut c,
@@ -302,7 +302,7 @@ fn empty_outputs_call_no_epilogue() {
     let s = Session::exact();
     for (m, n, k) in [(0, 3, 4), (3, 0, 4), (0, 0, 0)] {
         let mut c = Array2::zeros((m, n));
-        s.matmul(&values(m, k, 1), &values(k, n, 2), &mut c, &never)
+        s.matmul_into(&values(m, k, 1), &values(k, n, 2), &mut c, &never)
             .unwrap();
     }
 }
@@ -324,11 +324,11 @@ fn batched_items_equal_single_products() {
             // Batch index and per-item offsets reach the epilogue.
             let ep = Residual::batched(r.view()).then(Scale(0.5));
             let mut c = Array3::from_elem((batch, m, n), f32::NAN);
-            s.matmul_batched(&a, &b, &mut c, &ep).unwrap();
+            s.matmul_batched_into(&a, &b, &mut c, &ep).unwrap();
             // A shared B, broadcast along the batch.
             let shared = b.index_axis(ndarray::Axis(0), 1);
             let mut cb = Array3::zeros((batch, m, n));
-            s.matmul_batched(
+            s.matmul_batched_into(
                 &a,
                 &shared.broadcast((batch, k, n)).unwrap(),
                 &mut cb,
@@ -369,40 +369,40 @@ fn shape_errors_are_errors_and_leave_c_alone() {
     let a = values(3, 4, 1);
     let b = values(4, 5, 2);
     let mut c = Array2::from_elem((3, 5), 7.0f32);
-    assert!(is_shape_error(s.matmul(&a, &a, &mut c, &Identity)));
-    assert!(is_shape_error(s.matmul(&a, &b.t(), &mut c, &Identity)));
+    assert!(is_shape_error(s.matmul_into(&a, &a, &mut c, &Identity)));
+    assert!(is_shape_error(s.matmul_into(&a, &b.t(), &mut c, &Identity)));
     let mut wrong = Array2::zeros((5, 3));
-    assert!(is_shape_error(s.matmul(&a, &b, &mut wrong, &Identity)));
+    assert!(is_shape_error(s.matmul_into(&a, &b, &mut wrong, &Identity)));
     let short = [1.0f32; 4];
-    assert!(is_shape_error(s.matmul(
+    assert!(is_shape_error(s.matmul_into(
         &a,
         &b,
         &mut c,
         &Bias::per_column(&short[..])
     )));
-    assert!(is_shape_error(s.matmul(
+    assert!(is_shape_error(s.matmul_into(
         &a,
         &b,
         &mut c,
         &Bias::per_row(&short[..])
     )));
     let ep = s.bias_activation(Bias::per_column(&short[..]), activation_kernels::Func::Tanh);
-    assert!(is_shape_error(s.matmul(&a, &b, &mut c, &ep)));
+    assert!(is_shape_error(s.matmul_into(&a, &b, &mut c, &ep)));
     let r = Array2::<f32>::zeros((3, 4));
-    assert!(is_shape_error(s.matmul(
+    assert!(is_shape_error(s.matmul_into(
         &a,
         &b,
         &mut c,
         &Residual::new(r.view())
     )));
     let r3 = Array3::<f32>::zeros((1, 3, 5));
-    assert!(is_shape_error(s.matmul(
+    assert!(is_shape_error(s.matmul_into(
         &a,
         &b,
         &mut c,
         &Residual::batched(r3.view())
     )));
-    assert!(is_shape_error(s.matmul(
+    assert!(is_shape_error(s.matmul_into(
         &a,
         &b,
         &mut c,
@@ -414,29 +414,29 @@ fn shape_errors_are_errors_and_leave_c_alone() {
     let mut c3 = Array3::<f32>::zeros((2, 3, 5));
     let b_batch = Array3::<f32>::zeros((3, 4, 5));
     assert!(is_shape_error(
-        s.matmul_batched(&a3, &b_batch, &mut c3, &Identity)
+        s.matmul_batched_into(&a3, &b_batch, &mut c3, &Identity)
     ));
     let b_inner = Array3::<f32>::zeros((2, 3, 5));
     assert!(is_shape_error(
-        s.matmul_batched(&a3, &b_inner, &mut c3, &Identity)
+        s.matmul_batched_into(&a3, &b_inner, &mut c3, &Identity)
     ));
     let b3 = Array3::<f32>::zeros((2, 4, 5));
     let mut c_wrong = Array3::<f32>::zeros((2, 3, 6));
-    assert!(is_shape_error(s.matmul_batched(
+    assert!(is_shape_error(s.matmul_batched_into(
         &a3,
         &b3,
         &mut c_wrong,
         &Identity
     )));
     let r_wrong = Array3::<f32>::zeros((3, 3, 5));
-    assert!(is_shape_error(s.matmul_batched(
+    assert!(is_shape_error(s.matmul_batched_into(
         &a3,
         &b3,
         &mut c3,
         &Residual::batched(r_wrong.view())
     )));
     assert!(
-        s.matmul_batched(
+        s.matmul_batched_into(
             &a3,
             &b3,
             &mut c3,
@@ -460,7 +460,7 @@ fn special_values_propagate_like_the_naive_loop() {
     for isa in Isa::available() {
         let mut c = Array2::zeros((9, 18));
         pinned_session::<Exact>(isa, 1)
-            .matmul(&a, &b, &mut c, &Identity)
+            .matmul_into(&a, &b, &mut c, &Identity)
             .unwrap();
         for (x, y) in c.iter().zip(&want) {
             // NaN payloads are the hardware's; everything else is bit for bit.

@@ -231,22 +231,22 @@ fn gated_forms_round_the_product_once_after_the_activation() {
     let u = Array2::from_shape_vec((13, 17), values(300)[79..].to_vec()).unwrap();
     let s = Session::exact();
     let mut out = Array2::zeros((13, 17));
-    s.swiglu(&g, &u, &mut out).unwrap();
+    s.swiglu_into(&g, &u, &mut out).unwrap();
     for ((g, u), o) in g.iter().zip(&u).zip(&out) {
         assert_eq!(o.to_bits(), (exact::silu(*g) * u).to_bits());
     }
-    s.geglu(&g, &u, &mut out).unwrap();
+    s.geglu_into(&g, &u, &mut out).unwrap();
     for ((g, u), o) in g.iter().zip(&u).zip(&out) {
         assert_eq!(o.to_bits(), (exact::gelu_erf(*g) * u).to_bits());
     }
     // Strided inputs and output give the same values.
     let mut out_t = Array2::zeros((17, 13));
-    s.geglu_tanh(&g.t(), &u.t(), &mut out_t).unwrap();
+    s.geglu_tanh_into(&g.t(), &u.t(), &mut out_t).unwrap();
     for ((g, u), o) in g.t().iter().zip(u.t()).zip(&out_t) {
         assert_eq!(o.to_bits(), (exact::gelu_tanh(*g) * u).to_bits());
     }
     let f = Session::fast();
-    f.geglu(&g, &u, &mut out).unwrap();
+    f.geglu_into(&g, &u, &mut out).unwrap();
     for ((g, u), o) in g.iter().zip(&u).zip(&out) {
         assert_eq!(o.to_bits(), (fast::gelu_erf(*g) * u).to_bits());
     }
@@ -254,7 +254,7 @@ fn gated_forms_round_the_product_once_after_the_activation() {
     let gb = g.mapv(bf16::from_f32);
     let ub = u.mapv(bf16::from_f32);
     let mut ob = Array2::from_elem((13, 17), bf16::ZERO);
-    s.swiglu(&gb, &ub, &mut ob).unwrap();
+    s.swiglu_into(&gb, &ub, &mut ob).unwrap();
     for ((g, u), o) in gb.iter().zip(&ub).zip(&ob) {
         let want = bf16::from_f32(exact::silu(g.to_f32()) * u.to_f32());
         assert_eq!(o.to_bits(), want.to_bits());
@@ -273,7 +273,7 @@ fn shape_mismatches_are_errors_naming_both_shapes() {
     let mut out = Array2::<f32>::zeros((3, 4));
     let up = Array2::<f32>::zeros((3, 5));
     assert!(matches!(
-        s.swiglu(&x, &up, &mut out),
+        s.swiglu_into(&x, &up, &mut out),
         Err(Error::ShapeMismatch { .. })
     ));
     let mut d = ArrayD::<f32>::zeros(IxDyn(&[3, 4, 1]));

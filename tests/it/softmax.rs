@@ -2,8 +2,7 @@
 //! and layouts, accuracy against f64, masks, policies and special rows.
 
 use crate::common::*;
-use activation_kernels::ops::softmax::OnlineSoftmax;
-use activation_kernels::session::Mask;
+use activation_kernels::Mask;
 use activation_kernels::{Error, Exact, Fast, Isa, MaskedRow, Mode, Session, exact};
 use half::{bf16, f16};
 use ndarray::{Array1, Array2, Array3, ArrayD, Axis, IxDyn};
@@ -419,45 +418,4 @@ fn half_precision_rows_of_4096_sum_to_one_within_their_rounding() {
             assert!((total - 1.0).abs() <= bound, "{name} {mode}: sum {total}");
         }
     }
-}
-
-#[test]
-fn online_softmax_over_tiles_matches_the_two_pass_softmax_and_survives_masked_tiles() {
-    let mut rng = Rng(6);
-    let row = rng.vec(200, -10.0, 10.0);
-    let mut with_masked = row.clone();
-    with_masked[64..128].fill(f32::NEG_INFINITY); // a fully masked tile
-    for x in [row, with_masked] {
-        let mut two_pass = Array1::from(x.clone());
-        Session::exact().softmax(&mut two_pass, Axis(0)).unwrap();
-        // Online over tiles of 64: track the rescaled exps, then normalise.
-        let mut state = OnlineSoftmax::new();
-        let mut probs = vec![0f32; x.len()];
-        for (t, tile) in x.chunks(64).enumerate() {
-            let mut e = tile.to_vec();
-            let rescale = state.update::<Exact>(Isa::detect(), &mut e).unwrap();
-            assert!(rescale.is_finite() && e.iter().all(|v| v.is_finite()));
-            for p in &mut probs[..t * 64] {
-                *p *= rescale;
-            }
-            probs[t * 64..t * 64 + e.len()].copy_from_slice(&e);
-        }
-        let norm = state.normalizer().unwrap();
-        for (p, w) in probs.iter().zip(two_pass.iter()) {
-            let got = p * norm;
-            assert!(
-                (got - w).abs() <= 1e-6 * w.max(1e-30) + 1e-12,
-                "{got} vs {w}"
-            );
-        }
-    }
-    // A state that has seen only masked tiles stays finite and reports no normaliser.
-    let mut state = OnlineSoftmax::new();
-    let mut t = [f32::NEG_INFINITY; 8];
-    assert_eq!(state.update::<Fast>(Isa::detect(), &mut t).unwrap(), 1.0);
-    assert_eq!(t, [0.0; 8]);
-    assert_eq!(state.normalizer(), None);
-    let mut t2 = [0.0f32, 1.0];
-    assert_eq!(state.update::<Fast>(Isa::detect(), &mut t2).unwrap(), 0.0);
-    assert!(state.sum.is_finite() && state.max == 1.0);
 }

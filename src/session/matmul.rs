@@ -1,0 +1,224 @@
+//! Matrix products with tile epilogues: the session's face of the GEMM (`crate::gemm`) and
+//! of the epilogues that run in its mode.
+//!
+//! A product runs on the calling thread unless its `m * n * k` (summed over a batch) reaches
+//! [`GEMM_WORK_PER_ELEMENT`] times the session's parallel threshold; its tiles are then spread
+//! over the session's threads. Products have no in-place form: C never aliases A or B.
+
+use ndarray::{Array2, Array3, ArrayRef2, ArrayRef3};
+
+use super::Session;
+use crate::epilogue::{Activation, Bias, BiasActivation, TileEpilogue};
+use crate::error::same_shape;
+use crate::gemm::{Item, gemm};
+use crate::{Error, Func, Mode};
+
+/// A product's `m * n * k` is compared with this many times the session's parallel threshold
+/// (which counts elements of element-wise work) to decide whether to split it across threads.
+const GEMM_WORK_PER_ELEMENT: usize = 64;
+
+impl<M: Mode> Session<M> {
+    /// `c = epilogue(a b)`: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`, all of any
+    /// strides (transposed and sliced views included). The previous contents of `c` are
+    /// ignored.
+    ///
+    /// The epilogue runs once on every tile of C after the tile has received all of K (with
+    /// `k = 0`, on zeros); see [`TileEpilogue`]. In exact mode the product has the bits of the
+    /// plain loop `c = +0; for k in 0..K { c = c + a[i][k] * b[k][j] }` on every instruction set
+    /// and thread count; in fast mode each step is a fused multiply-add, from `+0`, in
+    /// increasing `k` (correctly rounded everywhere, so also the same on every instruction set
+    /// and thread count).
+    ///
+    /// [`Error::ShapeMismatch`] if the shapes do not fit together or the epilogue does not fit
+    /// C ([`TileEpilogue::check_shape`]).
+    ///
+    /// ```
+    /// use activation_kernels::{Func, Session};
+    /// use activation_kernels::epilogue::{Bias, Identity};
+    /// use ndarray::{Array2, array};
+    ///
+    /// let session = Session::exact();
+    /// let x = array![[1.0f32, 2.0, 3.0], [-1.0, 0.5, 0.0]]; // [2, 3]
+    /// let w = Array2::from_shape_fn((3, 4), |(i, j)| (i as f32 - j as f32) / 4.0); // [3, 4]
+    /// let b = [0.1f32, 0.2, 0.3, 0.4];
+    ///
+    /// // A dense layer, gelu(x w + b), with the bias and the GELU fused into the product.
+    /// let mut y = Array2::zeros((2, 4));
+    /// let dense = session.bias_activation(Bias::per_column(&b[..]), Func::GeluErf);
+    /// session.matmul_into(&x, &w, &mut y, &dense)?;
+    ///
+    /// // The same thing in three passes gives the same bits.
+    /// let mut z = Array2::zeros((2, 4));
+    /// session.matmul_into(&x, &w, &mut z, &Identity)?;
+    /// z += &ndarray::aview1(&b);
+    /// session.gelu(&mut z);
+    /// assert_eq!(y, z);
+    ///
+    /// // Transposed operands are views, not copies.
+    /// let mut t = Array2::zeros((4, 2));
+    /// session.matmul_into(&w.t(), &x.t(), &mut t, &Identity)?;
+    /// assert_eq!(t.t(), session.matmul_owned(&x, &w, &Identity)?);
+    ///
+    /// // Shapes that do not fit are errors.
+    /// assert!(session.matmul_into(&x, &x, &mut y, &Identity).is_err());
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
+    pub fn matmul_into<E: TileEpilogue + ?Sized>(
+        &self,
+        a: &ArrayRef2<f32>,
+        b: &ArrayRef2<f32>,
+        c: &mut ArrayRef2<f32>,
+        epilogue: &E,
+    ) -> Result<(), Error> {
+        let (m, k) = a.dim();
+        let n = b.ncols();
+        same_shape(
+            "matmul: b must be [k, n] for a of shape [m, k]",
+            &[k, n],
+            b.shape(),
+        )?;
+        same_shape(
+            "matmul: c must be [m, n] for a [m, k], b [k, n]",
+            &[m, n],
+            c.shape(),
+        )?;
+        epilogue.check_shape(c.shape())?;
+        let items = vec![Item {
+            a: a.view(),
+            b: b.view(),
+            c: c.view_mut(),
+        }];
+        self.gemm(
+            items,
+            m.saturating_mul(n).saturating_mul(k),
+            k,
+            epilogue,
+            false,
+        )
+    }
+
+    /// `epilogue(a b)` as a new C-order array (`[m, k] x [k, n] -> [m, n]`); see
+    /// [`Session::matmul_into`].
+    ///
+    /// ```
+    /// use activation_kernels::Session;
+    /// use activation_kernels::epilogue::Identity;
+    /// let a = ndarray::array![[1.0f32, 2.0], [3.0, 4.0]];
+    /// let c = Session::fast().matmul_owned(&a, &a, &Identity)?;
+    /// assert_eq!(c, ndarray::array![[7.0, 10.0], [15.0, 22.0]]);
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
+    pub fn matmul_owned<E: TileEpilogue + ?Sized>(
+        &self,
+        a: &ArrayRef2<f32>,
+        b: &ArrayRef2<f32>,
+        epilogue: &E,
+    ) -> Result<Array2<f32>, Error> {
+        let mut c = Array2::zeros((a.nrows(), b.ncols()));
+        self.matmul_into(a, b, &mut c, epilogue)?;
+        Ok(c)
+    }
+
+    /// `c[i] = epilogue(a[i] b[i])` for every batch item `i`: `a` is `[batch, m, k]`, `b` is
+    /// `[batch, k, n]`, `c` is `[batch, m, n]`, all of any strides. For one B shared by every
+    /// item, pass a broadcast view (`b.broadcast((batch, k, n))`: stride 0 along the batch).
+    ///
+    /// The epilogue is called through [`TileEpilogue::apply_batched`], with the batch index and
+    /// the tile's offsets within its item. The bits of each item are those of
+    /// [`Session::matmul_into`] on it; the tiles of all items are spread over the threads together.
+    ///
+    /// ```
+    /// use activation_kernels::Session;
+    /// use activation_kernels::epilogue::{Identity, Residual};
+    /// use ndarray::{Array3, array};
+    /// let session = Session::exact();
+    /// let a = Array3::from_shape_fn((3, 2, 4), |(b, i, k)| (b + i * k) as f32);
+    /// let w = array![[1.0f32], [0.0], [0.0], [1.0]]; // one [4, 1] B for every item
+    /// let r = Array3::from_elem((3, 2, 1), 0.5f32);
+    /// let mut c = Array3::zeros((3, 2, 1));
+    /// let b = w.broadcast((3, 4, 1)).unwrap();
+    /// session.matmul_batched_into(&a, &b, &mut c, &Residual::batched(r.view()))?;
+    /// assert_eq!(c[[2, 1, 0]], 2.0 + (2.0 + 3.0) + 0.5);
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
+    pub fn matmul_batched_into<E: TileEpilogue + ?Sized>(
+        &self,
+        a: &ArrayRef3<f32>,
+        b: &ArrayRef3<f32>,
+        c: &mut ArrayRef3<f32>,
+        epilogue: &E,
+    ) -> Result<(), Error> {
+        let (batch, m, k) = a.dim();
+        let n = b.shape()[2];
+        same_shape(
+            "matmul_batched: b must be [batch, k, n] for a of shape [batch, m, k]",
+            &[batch, k, n],
+            b.shape(),
+        )?;
+        same_shape(
+            "matmul_batched: c must be [batch, m, n] for a [batch, m, k], b [batch, k, n]",
+            &[batch, m, n],
+            c.shape(),
+        )?;
+        epilogue.check_shape(c.shape())?;
+        let items = a
+            .outer_iter()
+            .zip(b.outer_iter())
+            .zip(c.outer_iter_mut())
+            .map(|((a, b), c)| Item { a, b, c })
+            .collect();
+        let work = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
+        self.gemm(items, work, k, epilogue, true)
+    }
+
+    /// `c[i] = epilogue(a[i] b[i])` as a new C-order `[batch, m, n]` array; see
+    /// [`Session::matmul_batched_into`].
+    pub fn matmul_batched_owned<E: TileEpilogue + ?Sized>(
+        &self,
+        a: &ArrayRef3<f32>,
+        b: &ArrayRef3<f32>,
+        epilogue: &E,
+    ) -> Result<Array3<f32>, Error> {
+        let (batch, m, _) = a.dim();
+        let mut c = Array3::zeros((batch, m, b.shape()[2]));
+        self.matmul_batched_into(a, b, &mut c, epilogue)?;
+        Ok(c)
+    }
+
+    /// The epilogue that applies `func` in this session's mode on its instruction set: the same
+    /// bits as [`Session::apply`] on the finished matrix.
+    ///
+    /// ```
+    /// use activation_kernels::{Func, Session};
+    /// use activation_kernels::epilogue::TileEpilogue;
+    /// let session = Session::exact();
+    /// let mut tile = ndarray::array![[-1.0f32, 0.5], [2.0, 3.0]];
+    /// let mut whole = tile.clone();
+    /// session.activation(Func::GeluErf).apply(&mut tile, 0, 0);
+    /// session.gelu(&mut whole);
+    /// assert_eq!(tile, whole);
+    /// ```
+    pub fn activation(&self, func: Func) -> Activation<M> {
+        Activation::on(func, self.isa)
+    }
+
+    /// The fused epilogue `func(C + bias)` (see [`BiasActivation`]) in this session's mode.
+    pub fn bias_activation<'a>(&self, bias: Bias<'a>, func: Func) -> BiasActivation<'a, M> {
+        BiasActivation::new(bias, self.activation(func))
+    }
+
+    fn gemm<E: TileEpilogue + ?Sized>(
+        &self,
+        items: Vec<Item<'_>>,
+        work: usize,
+        k: usize,
+        epilogue: &E,
+        batched: bool,
+    ) -> Result<(), Error> {
+        if self.parallel(work / GEMM_WORK_PER_ELEMENT) {
+            self.install(|| gemm::<M, E>(self.isa, true, items, k, epilogue, batched))
+        } else {
+            gemm::<M, E>(self.isa, false, items, k, epilogue, batched)
+        }
+    }
+}
