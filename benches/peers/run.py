@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Peer benchmarks for activation-kernels: ONNX Runtime, numpy and OpenBLAS
-measured on this machine, single-threaded, as medians of repeated timings.
+measured on this machine, single-threaded (OpenBLAS sgemm/sgemv also at 2 threads),
+as medians of repeated timings. Writes results.md and the same figures as
+results.json (read by compare.py).
 
 Run from the repository root, with the OpenBLAS overrides unset:
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import math
 import os
 import platform
@@ -50,7 +53,25 @@ SIZES_FULL = (1 << 20, 1 << 24)  # 1,048,576 and 16,777,216
 SIZES_QUICK = (1 << 20,)
 SOFTMAX_COLS = (1024, 4096)  # rows * cols = 1,048,576
 SOFTMAX_TOTAL = 1 << 20
-GEMM_N = 1024
+# sgemm shapes m x k x n (C-order A[m,k] @ B[k,n]): the four GEMMs of the GPT-2-small block at
+# 256 tokens (qkv, attention output projection, MLP up, MLP down), then the square 1024^3.
+# The key is what benches/peers/compare.py matches the crate's criterion ids against.
+GEMM_SHAPES = (
+    ("256x768x2304", 256, 768, 2304, "qkv projection"),
+    ("256x768x768", 256, 768, 768, "attention output projection"),
+    ("256x768x3072", 256, 768, 3072, "MLP up"),
+    ("256x3072x768", 256, 3072, 768, "MLP down"),
+    ("1024x1024x1024", 1024, 1024, 1024, "square"),
+)
+# GEMV (m = 1, one token of decode) on the block's weight matrices.
+GEMV_SHAPES = (
+    ("1x768x2304", 1, 768, 2304, "qkv projection"),
+    ("1x768x3072", 1, 768, 3072, "MLP up"),
+    ("1x3072x768", 1, 3072, 768, "MLP down"),
+)
+BLAS_THREADS = (1, 2)
+DRAM_BYTES = 256 << 20  # buffer for the beyond-cache read bandwidth
+SECTIONS = ("ort", "numpy", "gemm", "gemv")
 
 
 # --------------------------------------------------------------------------
@@ -293,20 +314,23 @@ def ref_softmax_rows(x):
 
 STREAM_A = 1.0001  # the `y = a * x` streaming baseline multiplier
 
-# (label, op_type, domain, attrs, extra initializer inputs, input domain, reference)
+# (key, label, op_type, domain, attrs, extra initializer inputs, input domain, reference).
+# The key names the row in results.json (benches/peers/compare.py looks rows up by it).
 ORT_ELEMENTWISE = [
-    ("Exp", "Exp", "", None, None, "sym", np.exp),
-    ("Log", "Log", "", None, None, "pos", np.log),
-    ("Sigmoid", "Sigmoid", "", None, None, "sym", ref_sigmoid),
-    ("Tanh", "Tanh", "", None, None, "sym", np.tanh),
-    ("Erf", "Erf", "", None, None, "sym", _erf),
-    ("Gelu (com.microsoft, erf)", "Gelu", "com.microsoft", None, None, "sym", ref_gelu_erf),
-    ("Gelu opset20 approximate=none", "Gelu", "", {"approximate": "none"}, None, "sym", ref_gelu_erf),
-    ("Gelu opset20 approximate=tanh", "Gelu", "", {"approximate": "tanh"}, None, "sym", ref_gelu_tanh),
-    ("FastGelu (com.microsoft, tanh)", "FastGelu", "com.microsoft", None, None, "sym", ref_gelu_tanh),
-    ("SiLU (com.microsoft QuickGelu alpha=1)", "QuickGelu", "com.microsoft", {"alpha": 1.0}, None, "sym",
-     lambda x: x * ref_sigmoid(x)),
-    ("Mul y=a*x (ORT streaming baseline)", "Mul", "", None, [("a", STREAM_A)], "sym",
+    ("Exp", "Exp", "Exp", "", None, None, "sym", np.exp),
+    ("Log", "Log", "Log", "", None, None, "pos", np.log),
+    ("Sigmoid", "Sigmoid", "Sigmoid", "", None, None, "sym", ref_sigmoid),
+    ("Tanh", "Tanh", "Tanh", "", None, None, "sym", np.tanh),
+    ("Erf", "Erf", "Erf", "", None, None, "sym", _erf),
+    ("Gelu-ms", "Gelu (com.microsoft, erf)", "Gelu", "com.microsoft", None, None, "sym", ref_gelu_erf),
+    ("Gelu-20-none", "Gelu opset20 approximate=none", "Gelu", "", {"approximate": "none"}, None, "sym",
+     ref_gelu_erf),
+    ("Gelu-20-tanh", "Gelu opset20 approximate=tanh", "Gelu", "", {"approximate": "tanh"}, None, "sym",
+     ref_gelu_tanh),
+    ("FastGelu", "FastGelu (com.microsoft, tanh)", "FastGelu", "com.microsoft", None, None, "sym", ref_gelu_tanh),
+    ("QuickGelu-1", "SiLU (com.microsoft QuickGelu alpha=1)", "QuickGelu", "com.microsoft", {"alpha": 1.0}, None,
+     "sym", lambda x: x * ref_sigmoid(x)),
+    ("Mul", "Mul y=a*x (ORT streaming baseline)", "Mul", "", None, [("a", STREAM_A)], "sym",
      lambda x: np.float32(STREAM_A) * x),
 ]
 
@@ -324,6 +348,126 @@ def check_output(label, x, y, ref, sample=4096):
     if not math.isfinite(err) or err > 1e-3 * scale:
         raise RuntimeError(f"{label}: output check failed, max abs err {err:.3g}")
     return err
+
+
+# --------------------------------------------------------------------------
+# OpenBLAS (numpy's) sgemm and sgemv
+# --------------------------------------------------------------------------
+
+def blas_clock(threads):
+    """1 thread: CPU time of the calling thread; more: CPU time of the whole process."""
+    return time.thread_time_ns if threads == 1 else time.process_time_ns
+
+
+def gemm_err(a, b, c, idx):
+    """Max abs error of a few entries of c = a @ b against float64 dot products."""
+    return max(abs(float(c[i, j]) - float(a[i].astype(np.float64) @ b[:, j].astype(np.float64)))
+               for i, j in idx)
+
+
+def gemm_section(rows, rng, repeats, target_s):
+    """sgemm through np.matmul(a, b, out=c) on C-order a[m,k], b[k,n], at 1 and 2 BLAS threads."""
+    print("\n== OpenBLAS sgemm via numpy.matmul(a, b, out=c), float32, C-order operands ==")
+    for key, m, k, n, what in GEMM_SHAPES:
+        ga = rng.standard_normal((m, k)).astype(np.float32)
+        gb = rng.standard_normal((k, n)).astype(np.float32)
+        gc = np.zeros((m, n), dtype=np.float32)
+        flops = 2.0 * m * k * n
+        idx = [(0, 0), (m // 2, n // 3), (m - 1, n - 1)]
+        for threads in BLAS_THREADS:
+            with threadpool_limits(limits=threads, user_api="blas"):
+                f = lambda: np.matmul(ga, gb, out=gc)  # noqa: E731
+                f()
+                err = gemm_err(ga, gb, gc, idx)
+                if not err <= 1e-3 * math.sqrt(k):
+                    raise RuntimeError(f"sgemm {key}: output check failed, max abs err {err:.3g}")
+                res = bench(f, m * n, repeats, max(target_s, 0.2), cpu_clock=blas_clock(threads))
+            g_med = flops / res["ns_per_call_median"]
+            g_best = flops / res["ns_per_call_min"]
+            # CPU-time GFLOP/s only makes sense per core; for 2 threads report CPU utilisation instead
+            g_cpu = flops / res["cpu_ns_per_call_median"] if threads == 1 else None
+            util = res["cpu_ns_per_call_median"] / res["ns_per_call_median"]
+            label = f"sgemm {key} ({threads} thread{'s' if threads > 1 else ''})"
+            rows.append(dict(peer="OpenBLAS", kind="gemm", key=key, op=label, what=what, m=m, k=k, n=n,
+                             threads=threads, shape=f"{m}x{k}x{n}", res=res, err=err, gflops=g_med,
+                             gflops_best=g_best, gflops_cpu=g_cpu, util=util))
+            print(f"  {label:36s} {what:28s} {res['ns_per_call_median']/1e6:7.2f} ms/call median -> "
+                  f"{g_med:6.1f} GFLOP/s (best {g_best:.1f}"
+                  + (f", per CPU-second {g_cpu:.1f}" if g_cpu else f", CPU utilisation {util:.2f} cores")
+                  + f"; other load {fmt_load(res)}), max abs err {err:.2g}")
+
+
+def read_pass(buf, repeats, target_s):
+    """Time of one read-only pass over `buf` (float32, contiguous): the faster of OpenBLAS's sdot of
+    the buffer with itself (each element comes from memory once) and numpy's max-reduction.
+    Returns (bench result of the faster, name)."""
+    flat = buf.reshape(-1)
+    best = None
+    for name, f in (("sdot(w, w)", lambda: np.dot(flat, flat)), ("np.max(w)", lambda: np.max(flat))):
+        res = bench(f, flat.size, repeats, target_s)
+        if best is None or res["ns_per_call_median"] < best[0]["ns_per_call_median"]:
+            best = (res, name)
+    return best
+
+
+def max_load(*results):
+    """The largest `other_cores` of several bench results (None if none was measured)."""
+    vals = [r["other_cores"] for r in results if r.get("other_cores") is not None]
+    return max(vals) if vals else None
+
+
+def gemv_section(rows, rng, repeats, target_s):
+    """sgemv (m = 1) through np.matmul(x[1,k], w[k,n], out=y[1,n]), beside the time to stream the
+    weight matrix once: its bytes over the read bandwidth measured on that same matrix (same cache
+    state as a GEMV repeated on it), a copy of it, and its bytes over the read bandwidth of a
+    256 MiB buffer (from memory, beyond the caches)."""
+    print("\n== OpenBLAS sgemv (m = 1) via numpy.matmul(x, w, out=y), float32, beside streaming the weights ==")
+    big = rng.uniform(-1.0, 1.0, size=DRAM_BYTES // 4).astype(np.float32)
+    dram = {}
+    for threads in BLAS_THREADS:
+        with threadpool_limits(limits=threads, user_api="blas"):
+            res, how = read_pass(big, max(3, repeats // 2), target_s)
+        dram[threads] = big.nbytes / res["ns_per_call_median"]  # bytes per ns = GB/s
+        print(f"  read bandwidth, {DRAM_BYTES >> 20} MiB buffer ({threads} BLAS thread"
+              f"{'s' if threads > 1 else ''}): {dram[threads]:.1f} GB/s ({how}; other load {fmt_load(res)})")
+    del big
+    for key, m, k, n, what in GEMV_SHAPES:
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        w_copy = np.empty_like(w)
+        y = np.zeros((m, n), dtype=np.float32)
+        flops = 2.0 * m * k * n
+        for threads in BLAS_THREADS:
+            with threadpool_limits(limits=threads, user_api="blas"):
+                f = lambda: np.matmul(x, w, out=y)  # noqa: E731
+                f()
+                err = gemm_err(x, w, y, [(0, 0), (0, n // 2), (0, n - 1)])
+                if not err <= 1e-3 * math.sqrt(k):
+                    raise RuntimeError(f"sgemv {key}: output check failed, max abs err {err:.3g}")
+                res = bench(f, m * n, repeats, target_s, cpu_clock=blas_clock(threads))
+                rd, how = read_pass(w, repeats, target_s)
+                cp = bench(lambda: np.copyto(w_copy, w), w.size, repeats, target_s)
+            t = res["ns_per_call_median"]
+            read_ns = rd["ns_per_call_median"]
+            # The time to stream the weights once: the fastest measured pass over them, by the
+            # read-only pass or by OpenBLAS's sgemv itself (which reads several rows at once and
+            # beats a one-stream read here); a GEMV can not be much faster than this.
+            stream_ns, stream_src = min((read_ns, f"read pass, {how}"), (t, "OpenBLAS sgemv"))
+            label = f"sgemv {key} ({threads} thread{'s' if threads > 1 else ''})"
+            rows.append(dict(peer="OpenBLAS", kind="gemv", key=key, op=label, what=what, m=m, k=k, n=n,
+                             threads=threads, shape=f"{m}x{k}x{n}", res=res, err=err,
+                             gflops=flops / t, gflops_best=flops / res["ns_per_call_min"],
+                             weight_bytes=w.nbytes, gemv_gbs=w.nbytes / t,
+                             read_ns=read_ns, read_gbs=w.nbytes / read_ns, read_how=how,
+                             stream_ns=stream_ns, stream_src=stream_src,
+                             copy_ns=cp["ns_per_call_median"],
+                             dram_gbs=dram[threads], dram_stream_ns=w.nbytes / dram[threads],
+                             gemv_over_read=t / read_ns,
+                             other_cores_max=max_load(res, rd, cp)))
+            print(f"  {label:36s} {what:16s} {t/1e3:7.1f} us median ({w.nbytes/t:5.1f} GB/s of weights); "
+                  f"read pass {read_ns/1e3:7.1f} us ({w.nbytes/read_ns:.1f} GB/s, {how}); "
+                  f"copy {cp['ns_per_call_median']/1e3:.1f} us; from memory {w.nbytes/dram[threads]/1e3:.1f} us; "
+                  f"gemv/read pass {t/read_ns:.2f}; other load {fmt_load(res)}")
 
 
 # --------------------------------------------------------------------------
@@ -357,13 +501,20 @@ def main() -> int:
                     help="before each case, wait up to S seconds for other processes to use < 0.25 cores, "
                          "and re-measure (up to 2 times) a case they disturbed (default 0: do not wait)")
     ap.add_argument("--note", default="", help="free text appended to the results file (e.g. machine load)")
+    ap.add_argument("--only", default=",".join(SECTIONS), metavar="LIST",
+                    help=f"comma-separated sections to run, from {','.join(SECTIONS)} (default: all)")
     args = ap.parse_args()
+    sections = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = [x for x in sections if x not in SECTIONS]
+    if unknown:
+        ap.error(f"--only: unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
 
     WAIT_QUIET["max_s"] = args.wait_quiet
     repeats = args.repeats or (5 if args.quick else 15)
     target_s = (args.target_ms or (20.0 if args.quick else 50.0)) / 1e3
     sizes = SIZES_QUICK if args.quick else SIZES_FULL
     out_path = args.out or os.path.join(HERE, "results-quick.md" if args.quick else "results.md")
+    json_path = os.path.splitext(out_path)[0] + ".json"
 
     cpu = cpu_info()
     flags = cpu["flags"]
@@ -415,123 +566,125 @@ def main() -> int:
     failures = []
 
     with threadpool_limits(limits=1):
-        # ---------------- ONNX Runtime ----------------
-        print("\n== ONNX Runtime (intra_op=1, inter_op=1, sequential, io_binding with preallocated output) ==")
-        for label, op, domain, attrs, extra, dom, ref in ORT_ELEMENTWISE:
-            try:
-                model = make_model(op, domain, attrs, extra_inputs=extra)
-                sess = ort_session(model)
-            except Exception as e:
-                msg = str(e).splitlines()[0][:200]
-                print(f"  {label}: UNSUPPORTED ({msg})")
-                failures.append((f"ORT {label}", msg))
-                continue
-            for n in sizes:
-                x = (x_sym_full if dom == "sym" else x_pos_full)[:n]
-                y = np.zeros_like(x)
-                run = ort_bound_runner(sess, x, y)
+        if "ort" in sections:
+            # ---------------- ONNX Runtime ----------------
+            print("\n== ONNX Runtime (intra_op=1, inter_op=1, sequential, io_binding with preallocated output) ==")
+            for key, label, op, domain, attrs, extra, dom, ref in ORT_ELEMENTWISE:
                 try:
-                    run()
-                    err = check_output(label, x, y, ref)
-                    res = bench(run, n, repeats, target_s)
+                    model = make_model(op, domain, attrs, extra_inputs=extra)
+                    sess = ort_session(model)
                 except Exception as e:
                     msg = str(e).splitlines()[0][:200]
-                    print(f"  {label} N={fmt_int(n)}: FAILED ({msg})")
-                    failures.append((f"ORT {label} N={n}", msg))
+                    print(f"  {label}: UNSUPPORTED ({msg})")
+                    failures.append((f"ORT {label}", msg))
                     continue
-                rows.append(dict(peer="ORT", op=label, n=n, shape=f"[{fmt_int(n)}]", res=res, err=err))
-                report_line(label, f"N={fmt_int(n)}", res, err)
-            del sess
+                for n in sizes:
+                    x = (x_sym_full if dom == "sym" else x_pos_full)[:n]
+                    y = np.zeros_like(x)
+                    run = ort_bound_runner(sess, x, y)
+                    try:
+                        run()
+                        err = check_output(label, x, y, ref)
+                        res = bench(run, n, repeats, target_s)
+                    except Exception as e:
+                        msg = str(e).splitlines()[0][:200]
+                        print(f"  {label} N={fmt_int(n)}: FAILED ({msg})")
+                        failures.append((f"ORT {label} N={n}", msg))
+                        continue
+                    rows.append(dict(peer="ORT", key=key, op=label, n=n, shape=f"[{fmt_int(n)}]", res=res, err=err))
+                    report_line(label, f"N={fmt_int(n)}", res, err)
+                del sess
 
-        for cols in SOFTMAX_COLS:
-            r = SOFTMAX_TOTAL // cols
-            label = f"Softmax rows (axis=-1, {cols} cols)"
-            try:
-                sess = ort_session(make_model("Softmax", "", {"axis": -1}, shape=["R", "C"]))
-                x = x_sym_full[:SOFTMAX_TOTAL].reshape(r, cols)
-                y = np.zeros_like(x)
-                run = ort_bound_runner(sess, x, y)
-                run()
-                err = check_output(label, x, y, ref_softmax_rows)
-                res = bench(run, SOFTMAX_TOTAL, repeats, target_s)
-            except Exception as e:
-                msg = str(e).splitlines()[0][:200]
-                print(f"  {label}: FAILED ({msg})")
-                failures.append((f"ORT {label}", msg))
-                continue
-            rows.append(dict(peer="ORT", op=label, n=SOFTMAX_TOTAL, shape=f"[{r}, {cols}]", res=res, err=err))
-            report_line(label, f"[{r}x{cols}]", res, err)
-            del sess
+            for cols in SOFTMAX_COLS:
+                r = SOFTMAX_TOTAL // cols
+                label = f"Softmax rows (axis=-1, {cols} cols)"
+                try:
+                    sess = ort_session(make_model("Softmax", "", {"axis": -1}, shape=["R", "C"]))
+                    x = x_sym_full[:SOFTMAX_TOTAL].reshape(r, cols)
+                    y = np.zeros_like(x)
+                    run = ort_bound_runner(sess, x, y)
+                    run()
+                    err = check_output(label, x, y, ref_softmax_rows)
+                    res = bench(run, SOFTMAX_TOTAL, repeats, target_s)
+                except Exception as e:
+                    msg = str(e).splitlines()[0][:200]
+                    print(f"  {label}: FAILED ({msg})")
+                    failures.append((f"ORT {label}", msg))
+                    continue
+                rows.append(dict(peer="ORT", key=f"Softmax-{cols}", op=label, n=SOFTMAX_TOTAL,
+                                 shape=f"[{r}, {cols}]", res=res, err=err))
+                report_line(label, f"[{r}x{cols}]", res, err)
+                del sess
 
-        # ---------------- numpy ----------------
-        print("\n== numpy (out= preallocated) ==")
-        a32 = np.float32(STREAM_A)
-        np_cases = [
-            ("np.exp", "sym", lambda x, y: np.exp(x, out=y), np.exp),
-            ("np.log", "pos", lambda x, y: np.log(x, out=y), np.log),
-            ("np.tanh", "sym", lambda x, y: np.tanh(x, out=y), np.tanh),
-            ("np.multiply y=a*x (streaming baseline)", "sym",
-             lambda x, y: np.multiply(x, a32, out=y), lambda x: np.float32(STREAM_A) * x),
-        ]
-        for label, dom, f, ref in np_cases:
-            for n in sizes:
-                x = (x_sym_full if dom == "sym" else x_pos_full)[:n]
-                y = np.zeros_like(x)
-                f(x, y)
-                err = check_output(label, x, y, ref)
-                res = bench(lambda: f(x, y), n, repeats, target_s)
-                rows.append(dict(peer="numpy", op=label, n=n, shape=f"[{fmt_int(n)}]", res=res, err=err))
-                report_line(label, f"N={fmt_int(n)}", res, err)
+        if "numpy" in sections:
+            # ---------------- numpy ----------------
+            print("\n== numpy (out= preallocated) ==")
+            a32 = np.float32(STREAM_A)
+            np_cases = [
+                ("np.exp", "np.exp", "sym", lambda x, y: np.exp(x, out=y), np.exp),
+                ("np.log", "np.log", "pos", lambda x, y: np.log(x, out=y), np.log),
+                ("np.tanh", "np.tanh", "sym", lambda x, y: np.tanh(x, out=y), np.tanh),
+                ("np.multiply", "np.multiply y=a*x (streaming baseline)", "sym",
+                 lambda x, y: np.multiply(x, a32, out=y), lambda x: np.float32(STREAM_A) * x),
+            ]
+            for key, label, dom, f, ref in np_cases:
+                for n in sizes:
+                    x = (x_sym_full if dom == "sym" else x_pos_full)[:n]
+                    y = np.zeros_like(x)
+                    f(x, y)
+                    err = check_output(label, x, y, ref)
+                    res = bench(lambda: f(x, y), n, repeats, target_s)
+                    rows.append(dict(peer="numpy", key=key, op=label, n=n, shape=f"[{fmt_int(n)}]", res=res, err=err))
+                    report_line(label, f"N={fmt_int(n)}", res, err)
 
-    # ---------------- OpenBLAS sgemm ----------------
-    print(f"\n== OpenBLAS sgemm via numpy.matmul, {GEMM_N}x{GEMM_N}x{GEMM_N} float32, out= ==")
-    ga = rng.standard_normal((GEMM_N, GEMM_N)).astype(np.float32)
-    gb = rng.standard_normal((GEMM_N, GEMM_N)).astype(np.float32)
-    gc = np.zeros((GEMM_N, GEMM_N), dtype=np.float32)
-    flops = 2.0 * GEMM_N**3
-    for threads in (1, 2):
-        with threadpool_limits(limits=threads, user_api="blas"):
-            f = lambda: np.matmul(ga, gb, out=gc)  # noqa: E731
-            f()
-            # spot check a few entries against float64
-            idx = [(0, 0), (17, 513), (GEMM_N - 1, GEMM_N - 1)]
-            err = max(abs(float(gc[i, j]) - float(ga[i].astype(np.float64) @ gb[:, j].astype(np.float64)))
-                      for i, j in idx)
-            # 1 thread: CPU time of the calling thread; 2 threads: CPU time of the whole process
-            clock = time.thread_time_ns if threads == 1 else time.process_time_ns
-            res = bench(f, GEMM_N * GEMM_N, repeats, max(target_s, 0.2), cpu_clock=clock)
-        g_med = flops / res["ns_per_call_median"]
-        g_best = flops / res["ns_per_call_min"]
-        # CPU-time GFLOP/s only makes sense per core; for 2 threads report CPU utilisation instead
-        g_cpu = flops / res["cpu_ns_per_call_median"] if threads == 1 else None
-        util = res["cpu_ns_per_call_median"] / res["ns_per_call_median"]
-        label = f"sgemm {GEMM_N}^3 ({threads} thread{'s' if threads > 1 else ''})"
-        rows.append(dict(peer="OpenBLAS", op=label, n=GEMM_N**3, shape=f"{GEMM_N}x{GEMM_N}x{GEMM_N}",
-                         res=res, err=err, gflops=g_med, gflops_best=g_best, gflops_cpu=g_cpu, util=util))
-        print(f"  {label:42s} {res['ns_per_call_median']/1e6:.2f} ms/call median -> {g_med:.1f} GFLOP/s "
-              f"(best {g_best:.1f}"
-              + (f", per CPU-second {g_cpu:.1f}" if g_cpu else f", CPU utilisation {util:.2f} cores")
-              + f"), max abs err {err:.2g}")
+    if "gemm" in sections:
+        gemm_section(rows, rng, repeats, target_s)
+    if "gemv" in sections:
+        gemv_section(rows, rng, repeats, target_s)
 
     load = monitor.summary()
 
     # ---------------- report ----------------
-    table = ["| peer | op | shape / N | ns/elem wall median | ns/elem wall min | ns/elem CPU median "
-             "| GFLOP/s | other load (cores) |",
-             "| --- | --- | --- | ---: | ---: | ---: | --- | ---: |"]
-    for r in rows:
-        res = r["res"]
-        if "gflops" in r:
-            extra = (f"CPU-time {r['gflops_cpu']:.1f}" if r["gflops_cpu"]
-                     else f"CPU utilisation {r['util']:.2f} cores")
-            table.append(f"| {r['peer']} | {r['op']} | {r['shape']} | – | – | – | "
-                         f"**{r['gflops']:.1f}** wall median (best {r['gflops_best']:.1f}; {extra}; "
-                         f"{res['ns_per_call_median']/1e6:.1f} ms/call) | {fmt_load(res)} |")
-        else:
+    elem_rows = [r for r in rows if r.get("kind") not in ("gemm", "gemv")]
+    gemm_rows = [r for r in rows if r.get("kind") == "gemm"]
+    gemv_rows = [r for r in rows if r.get("kind") == "gemv"]
+    tables = []
+    if elem_rows:
+        table = ["| peer | op | shape / N | ns/elem wall median | ns/elem wall min | ns/elem CPU median "
+                 "| other load (cores) |",
+                 "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+        for r in elem_rows:
+            res = r["res"]
             table.append(f"| {r['peer']} | {r['op']} | {r['shape']} | **{res['ns_per_elem_median']:.3f}** | "
-                         f"{res['ns_per_elem_min']:.3f} | {res['cpu_ns_per_elem_median']:.3f} | | {fmt_load(res)} |")
-    table_md = "\n".join(table)
-    print("\n" + table_md)
+                         f"{res['ns_per_elem_min']:.3f} | {res['cpu_ns_per_elem_median']:.3f} | {fmt_load(res)} |")
+        tables.append(("Elementwise and softmax", table))
+    if gemm_rows:
+        table = ["| sgemm m x k x n | in the block | BLAS threads | ms/call median | GFLOP/s wall median "
+                 "| GFLOP/s best | CPU | other load (cores) |",
+                 "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+        for r in gemm_rows:
+            res = r["res"]
+            cpu_txt = (f"{r['gflops_cpu']:.1f} GFLOP/s per CPU-second" if r["gflops_cpu"]
+                       else f"{r['util']:.2f} cores busy")
+            table.append(f"| {r['shape']} | {r['what']} | {r['threads']} | {res['ns_per_call_median']/1e6:.2f} | "
+                         f"**{r['gflops']:.1f}** | {r['gflops_best']:.1f} | {cpu_txt} | {fmt_load(res)} |")
+        tables.append(("OpenBLAS sgemm", table))
+    if gemv_rows:
+        table = ["| sgemv m x k x n | in the block | BLAS threads | weights MiB | gemv us median | GB/s of weights "
+                 "| read pass us | read GB/s | gemv / read pass | stream once us | copy us | from memory us "
+                 "| other load (cores, max) |",
+                 "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in gemv_rows:
+            res = r["res"]
+            load_txt = "n/a" if r["other_cores_max"] is None else f"{r['other_cores_max']:.2f}"
+            table.append(f"| {r['shape']} | {r['what']} | {r['threads']} | {r['weight_bytes']/2**20:.1f} | "
+                         f"**{res['ns_per_call_median']/1e3:.1f}** | {r['gemv_gbs']:.1f} | "
+                         f"{r['read_ns']/1e3:.1f} | {r['read_gbs']:.1f} | {r['gemv_over_read']:.2f} | "
+                         f"{r['stream_ns']/1e3:.1f} | {r['copy_ns']/1e3:.1f} | "
+                         f"{r['dram_stream_ns']/1e3:.1f} | {load_txt} |")
+        tables.append(("OpenBLAS sgemv (m = 1) beside streaming the weights", table))
+    tables_md = "\n\n".join(f"### {title}\n\n" + "\n".join(t) for title, t in tables)
+    print("\n" + tables_md)
 
     if failures:
         print("\nFailed / unsupported:")
@@ -556,7 +709,8 @@ def main() -> int:
                                        f" — **WARNING: {', '.join(bad_env)} were set; numpy/OpenBLAS numbers "
                                        "are not valid**"))
     md.append(f"- Mode: {'quick' if args.quick else 'full'}; {repeats} repeats per case, each repeat about "
-              f"{target_s*1e3:.0f} ms of back-to-back calls (sgemm at least 200 ms); median and min reported")
+              f"{target_s*1e3:.0f} ms of back-to-back calls (sgemm at least 200 ms); median and min reported; "
+              f"sections: {', '.join(sections)}")
     md.append(f"- CPU: {cpu['model']} (family {cpu['family']}, model {cpu['model_id']}), "
               f"{cpu['ncpu']} logical CPUs")
     md.append("- CPU flags: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in has.items()))
@@ -576,7 +730,7 @@ def main() -> int:
         md.append(f"- Note: {args.note}")
     md.append("")
     md.append("Threads: ORT intra_op_num_threads=1, inter_op_num_threads=1, ORT_SEQUENTIAL; numpy/OpenBLAS "
-              "limited to 1 thread with threadpoolctl, except the 2-thread sgemm row. ORT runs through "
+              "limited to 1 thread with threadpoolctl, except the sgemm/sgemv rows at 2 BLAS threads. ORT runs through "
               "io_binding with a preallocated output (no per-call allocation). Inputs uniform in [-8, 8] "
               "(Log: (0, 16]); Softmax over rows of a [rows, cols] tensor with 1,048,576 elements. "
               "Each peer's output was checked on a sample against a float64 reference before timing.")
@@ -585,12 +739,26 @@ def main() -> int:
               "numbers; *wall min* is the fastest repeat; *CPU median* is the calling thread's CPU time, "
               "which leaves out time the thread was preempted but not the slowdown from work running on "
               "the other core (shared caches and memory bandwidth; on a VM the vCPUs may also share a "
-              "physical core), so under load both can rise. ns/elem = time per call / elements; GFLOP/s = 2*n^3 / time per call. "
+              "physical core), so under load both can rise. ns/elem = time per call / elements; "
+              "GFLOP/s = 2*m*k*n / time per call. "
               f"*other load* is how many of the {cpu['ncpu']} cores other processes kept busy while that "
               "row was timed (from /proc/stat, this process subtracted): near 0 the row is clean; near 1 "
               "or above, a single-threaded row shares caches and memory bandwidth with that work, and a "
-              "multi-threaded row (2-thread sgemm) loses a core to it.")
+              "multi-threaded row (2 BLAS threads) loses a core to it.")
     md.append("")
+    if gemv_rows:
+        md.append("sgemv: `np.matmul(x[1,k], w[k,n], out=y[1,n])`, repeated on the same weights. *read pass* "
+                  "is one read-only pass over the same weight matrix (the faster of OpenBLAS `sdot(w, w)` "
+                  "and `np.max(w)`), timed the same way, so in the same cache state as the repeated GEMV "
+                  "(the matrices are 6.75-9 MiB, about the size of the L3); *read GB/s* = weight bytes / "
+                  "that time. *gemv / read pass* below 1 means OpenBLAS's sgemv reads the weights faster "
+                  "than the one-stream read pass (it reads several rows at once), so the read pass alone "
+                  "is not a floor. *stream once* is the fastest measured pass over the weights, the read "
+                  "pass or OpenBLAS's sgemv at the same thread count: the time to judge a GEMV against "
+                  "(`compare.py` divides the crate's GEMV by it). *copy* is `np.copyto` of the weights "
+                  "(read and write). *from memory* = weight bytes / the one-stream read bandwidth of a "
+                  "256 MiB buffer, for weights that are not in any cache.")
+        md.append("")
     if has["avx512f"]:
         md.append("Kernels: the CPU has avx512f, so ONNX Runtime's MLAS can select its AVX512F kernels "
                   "(exp, softmax sum-of-exp, fused GELU(erf), SiLU) and AVX2/FMA3 kernels elsewhere.")
@@ -602,7 +770,7 @@ def main() -> int:
                   "ORT sources, not traced per op in this build.) Log is not an MLAS kernel. "
                   f"OpenBLAS reports core type {blas_arch}.")
     md.append("")
-    md.append(table_md)
+    md.append(tables_md)
     if blas_arch:
         md.append("")
         md.append(f"OpenBLAS core type in use (threadpoolctl `architecture`): **{blas_arch}**.")
@@ -616,6 +784,30 @@ def main() -> int:
     with open(out_path, "w") as f:
         f.write("\n".join(md))
     print(f"\nwrote {os.path.relpath(out_path)}")
+
+    # The same figures for benches/peers/compare.py.
+    doc = {
+        "schema": 1,
+        "date": now,
+        "command": cmd,
+        "mode": "quick" if args.quick else "full",
+        "sections": sections,
+        "repeats": repeats,
+        "target_ms": target_s * 1e3,
+        "cpu": {"model": cpu["model"], "family": cpu["family"], "model_id": cpu["model_id"],
+                "ncpu": cpu["ncpu"], "flags": has},
+        "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                     "onnxruntime": ort.__version__, "onnx": onnx.__version__},
+        "env": ENV_SEEN,
+        "env_valid": not bad_env,
+        "blas_architecture": blas_arch,
+        "load": load,
+        "failures": [{"what": w, "why": y} for w, y in failures],
+        "rows": rows,
+    }
+    with open(json_path, "w") as f:
+        json.dump(doc, f, indent=1, default=float)
+    print(f"wrote {os.path.relpath(json_path)}")
     return 0
 
 
