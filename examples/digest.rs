@@ -5,11 +5,32 @@
 //! The exact digests are the same on every machine; compare them with the README.
 //!
 //! ```text
-//! cargo run --release --example digest
+//! cargo run --release --example digest                       # every mode and ISA
+//! cargo run --release --example digest -- --isa avx512 --mode exact
 //! ```
 
 use activation_kernels::{Func, Isa, exact, fast};
+use clap::{Parser, ValueEnum};
 use sha2::{Digest, Sha256};
+
+/// SHA-256 of every function's outputs over every 4099th bit pattern, per mode and ISA.
+#[derive(Parser)]
+struct Args {
+    /// Only these instruction sets (comma-separated: scalar, sse2, avx2, avx512); default:
+    /// every one this CPU runs.
+    #[arg(long, value_delimiter = ',')]
+    isa: Vec<Isa>,
+    /// Only this mode.
+    #[arg(long, value_enum, default_value_t = Modes::Both)]
+    mode: Modes,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum Modes {
+    Exact,
+    Fast,
+    Both,
+}
 
 fn sha256_hex(v: &[f32]) -> String {
     let mut h = Sha256::new();
@@ -20,7 +41,15 @@ fn sha256_hex(v: &[f32]) -> String {
 }
 
 fn main() -> Result<(), activation_kernels::Error> {
-    let isas = Isa::available();
+    let args = Args::parse();
+    let isas = if args.isa.is_empty() {
+        Isa::available()
+    } else {
+        args.isa
+            .iter()
+            .map(|i| i.checked())
+            .collect::<Result<_, _>>()?
+    };
     println!("detected instruction set: {}", Isa::detect());
     println!(
         "available: {}",
@@ -30,7 +59,14 @@ fn main() -> Result<(), activation_kernels::Error> {
         .map(|k| f32::from_bits(k * 4099))
         .collect();
     let mut y = vec![0f32; x.len()];
-    for (mode, map) in [("exact", exact::map as MapFn), ("fast", fast::map as MapFn)] {
+    let modes = [
+        (Modes::Exact, "exact", exact::map as MapFn),
+        (Modes::Fast, "fast", fast::map as MapFn),
+    ];
+    for (_, mode, map) in modes
+        .into_iter()
+        .filter(|(m, ..)| args.mode == Modes::Both || *m == args.mode)
+    {
         println!(
             "\n{mode} mode, {} inputs (every 4099th bit pattern):",
             x.len()
