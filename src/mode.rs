@@ -19,7 +19,9 @@ pub trait Mode:
     const NAME: &'static str;
 
     /// `a * b + c`. [`Exact`]: the product rounded, then the sum rounded, as the spec writes
-    /// `c + a*b`. [`Fast`]: one fused multiply-add, rounded once.
+    /// `c + a*b`. [`Fast`]: one fused multiply-add, rounded once. (The kernels' own step, over
+    /// the crate's lane types.)
+    #[doc(hidden)]
     fn madd<L: Lanes>(l: L, a: L::F, b: L::F, c: L::F) -> L::F;
 }
 
