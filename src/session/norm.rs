@@ -3,7 +3,7 @@
 use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
 use super::Session;
-use super::rows::no_extra;
+use super::rows::{Rows, no_extra};
 use crate::error::same_shape;
 use crate::ops::norm::layer_norm_row_on;
 use crate::rows::with_row;
@@ -36,7 +36,8 @@ impl<M: Mode> Session<M> {
         let isa = self.isa;
         with_row(gamma.view(), |g| {
             with_row(beta.view(), |b| {
-                self.for_each_row(x.view_mut().into_dyn(), axis, extra.view(), |row, &()| {
+                let rows = Rows::InPlace(x.view_mut().into_dyn());
+                rows.for_each(self, axis, extra.view(), |row, &()| {
                     layer_norm_row_on::<M>(isa, row, g, b, eps)
                 })
             })
@@ -57,10 +58,10 @@ impl<M: Mode> Session<M> {
         let axis = check_layer_norm(src.shape(), gamma, beta, eps)?;
         let extra = no_extra(src.shape(), axis);
         let isa = self.isa;
-        let (s, d) = (src.view().into_dyn(), dst.view_mut().into_dyn());
+        let rows = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
         with_row(gamma.view(), |g| {
             with_row(beta.view(), |b| {
-                self.for_each_row_into(s, d, axis, extra.view(), |row, &()| {
+                rows.for_each(self, axis, extra.view(), |row, &()| {
                     layer_norm_row_on::<M>(isa, row, g, b, eps)
                 })
             })

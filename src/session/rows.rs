@@ -16,35 +16,41 @@ pub(crate) fn no_extra(shape: &[usize], axis: Axis) -> ArrayD<()> {
     ArrayD::from_elem(IxDyn(&rows), ())
 }
 
-impl<M: Mode> Session<M> {
-    /// `op(row, item)` for every lane of `x` along `axis`, zipped with one item of `extra` per
-    /// row (the shape of `x` without `axis`).
-    pub(crate) fn for_each_row<T: Element, P>(
-        &self,
-        mut x: ArrayViewMutD<'_, T>,
-        axis: Axis,
-        extra: P,
-        op: impl Fn(&mut [f32], P::Item) + Sync,
-    ) where
-        P: NdProducer<Dim = IxDyn> + Send,
-        P::Item: Send,
-    {
-        let parallel = self.parallel(x.len());
-        let rows = Zip::from(x.lanes_mut(axis)).and(extra);
-        let f = |row, item| with_row_mut(row, |r| op(r, item));
-        if parallel {
-            self.install(|| rows.par_for_each(f));
+/// Where a row operator writes: over its input, or from a source into a destination of the
+/// same shape (each source row is copied into the destination row, then worked on there while
+/// it is in cache).
+pub(crate) enum Rows<'s, 'd, T> {
+    /// The rows of one tensor, in place.
+    InPlace(ArrayViewMutD<'d, T>),
+    /// `dst = op(src)`, row by row.
+    Into(ArrayViewD<'s, T>, ArrayViewMutD<'d, T>),
+}
+
+/// `rows.for_each(f)` or `rows.par_for_each(f)` in the session's pool.
+macro_rules! maybe_parallel {
+    ($session:expr, $parallel:expr, $rows:expr, $f:expr) => {
+        if $parallel {
+            $session.install(|| $rows.par_for_each($f));
         } else {
-            rows.for_each(f);
+            $rows.for_each($f);
+        }
+    };
+}
+
+impl<T: Element> Rows<'_, '_, T> {
+    /// The shape of the tensor the rows come from.
+    pub(crate) fn shape(&self) -> &[usize] {
+        match self {
+            Rows::InPlace(x) => x.shape(),
+            Rows::Into(s, _) => s.shape(),
         }
     }
 
-    /// `op(row, item)` for every lane of `dst` along `axis` after the matching lane of `src` was
-    /// copied into it: `dst = op(src)` row by row, each row while it is in cache.
-    pub(crate) fn for_each_row_into<T: Element, P>(
-        &self,
-        src: ArrayViewD<'_, T>,
-        mut dst: ArrayViewMutD<'_, T>,
+    /// `op(row, item)` for every lane along `axis`, zipped with one item of `extra` per row
+    /// (the shape without `axis`), spread over `session`'s threads when the tensor is large.
+    pub(crate) fn for_each<M: Mode, P>(
+        self,
+        session: &Session<M>,
         axis: Axis,
         extra: P,
         op: impl Fn(&mut [f32], P::Item) + Sync,
@@ -52,15 +58,20 @@ impl<M: Mode> Session<M> {
         P: NdProducer<Dim = IxDyn> + Send,
         P::Item: Send,
     {
-        let parallel = self.parallel(src.len());
-        let rows = Zip::from(dst.lanes_mut(axis))
-            .and(src.lanes(axis))
-            .and(extra);
-        let f = |d, s, item| with_row_into(s, d, |r| op(r, item));
-        if parallel {
-            self.install(|| rows.par_for_each(f));
-        } else {
-            rows.for_each(f);
+        let parallel = session.parallel(self.shape().iter().product());
+        match self {
+            Rows::InPlace(mut x) => {
+                let rows = Zip::from(x.lanes_mut(axis)).and(extra);
+                let f = |row, item| with_row_mut(row, |r| op(r, item));
+                maybe_parallel!(session, parallel, rows, f);
+            }
+            Rows::Into(src, mut dst) => {
+                let rows = Zip::from(dst.lanes_mut(axis))
+                    .and(src.lanes(axis))
+                    .and(extra);
+                let f = |d, s, item| with_row_into(s, d, |r| op(r, item));
+                maybe_parallel!(session, parallel, rows, f);
+            }
         }
     }
 }

@@ -3,13 +3,10 @@
 //! never split across threads, and each row is summed in the canonical order, so exact results
 //! depend on neither the instruction set nor the thread count nor the layout.
 
-use ndarray::{
-    Array, Array1, ArrayRef, ArrayView1, ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn,
-    NdProducer,
-};
+use ndarray::{Array, Array1, ArrayRef, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn};
 
 use super::Session;
-use super::rows::no_extra;
+use super::rows::{Rows, no_extra};
 use crate::error::same_shape;
 use crate::ops::softmax::{MaskedRow, ScoreMask, masked_softmax_row_on, softmax_row_on};
 use crate::rows::{with_bool_row, with_row};
@@ -32,38 +29,6 @@ pub enum Mask<'a> {
     Keep(ArrayViewD<'a, bool>),
     /// Added to the scaled score (one more rounding); `-inf` masks it out.
     Additive(ArrayViewD<'a, f32>),
-}
-
-/// Where a row operator writes: over its input, or from a source into a destination.
-enum Target<'s, 'd, T> {
-    InPlace(ArrayViewMutD<'d, T>),
-    Into(ArrayViewD<'s, T>, ArrayViewMutD<'d, T>),
-}
-
-impl<T: Element> Target<'_, '_, T> {
-    fn shape(&self) -> &[usize] {
-        match self {
-            Target::InPlace(x) => x.shape(),
-            Target::Into(s, _) => s.shape(),
-        }
-    }
-
-    /// `op(row, item)` on every row along `axis` (see `Session::for_each_row`).
-    fn rows<M: Mode, P>(
-        self,
-        session: &Session<M>,
-        axis: Axis,
-        extra: P,
-        op: impl Fn(&mut [f32], P::Item) + Sync,
-    ) where
-        P: NdProducer<Dim = IxDyn> + Send,
-        P::Item: Send,
-    {
-        match self {
-            Target::InPlace(x) => session.for_each_row(x, axis, extra, op),
-            Target::Into(s, d) => session.for_each_row_into(s, d, axis, extra, op),
-        }
-    }
 }
 
 impl<M: Mode> Session<M> {
@@ -97,7 +62,7 @@ impl<M: Mode> Session<M> {
         x: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        self.softmax_rows(Target::InPlace(x.view_mut().into_dyn()), axis, false)
+        self.softmax_rows(Rows::InPlace(x.view_mut().into_dyn()), axis, false)
     }
 
     /// `dst = softmax(src)` along `axis`; shapes must match.
@@ -108,7 +73,7 @@ impl<M: Mode> Session<M> {
         axis: Axis,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        let target = Target::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        let target = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
         self.softmax_rows(target, axis, false)
     }
 
@@ -129,7 +94,7 @@ impl<M: Mode> Session<M> {
         x: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        self.softmax_rows(Target::InPlace(x.view_mut().into_dyn()), axis, true)
+        self.softmax_rows(Rows::InPlace(x.view_mut().into_dyn()), axis, true)
     }
 
     /// `dst = log_softmax(src)` along `axis`; shapes must match.
@@ -140,7 +105,7 @@ impl<M: Mode> Session<M> {
         axis: Axis,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        let target = Target::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        let target = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
         self.softmax_rows(target, axis, true)
     }
 
@@ -178,7 +143,7 @@ impl<M: Mode> Session<M> {
         scale: f32,
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
-        self.masked_rows(Target::InPlace(scores.view_mut().into_dyn()), scale, mask)
+        self.masked_rows(Rows::InPlace(scores.view_mut().into_dyn()), scale, mask)
     }
 
     /// `dst = masked_softmax(src)` (see [`Session::masked_softmax`]); shapes must match.
@@ -190,7 +155,7 @@ impl<M: Mode> Session<M> {
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        let target = Target::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        let target = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
         self.masked_rows(target, scale, mask)
     }
 
@@ -208,14 +173,14 @@ impl<M: Mode> Session<M> {
 
     fn softmax_rows<T: Element>(
         &self,
-        target: Target<'_, '_, T>,
+        target: Rows<'_, '_, T>,
         axis: Axis,
         log_form: bool,
     ) -> Result<(), Error> {
         check_axis(axis, target.shape().len())?;
         let extra = no_extra(target.shape(), axis);
         let (isa, policy) = (self.isa, self.masked_row);
-        target.rows(self, axis, extra.view(), |row, &()| {
+        target.for_each(self, axis, extra.view(), |row, &()| {
             softmax_row_on::<M>(isa, row, policy, log_form)
         });
         Ok(())
@@ -223,7 +188,7 @@ impl<M: Mode> Session<M> {
 
     fn masked_rows<T: Element>(
         &self,
-        target: Target<'_, '_, T>,
+        target: Rows<'_, '_, T>,
         scale: f32,
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
@@ -247,7 +212,7 @@ impl<M: Mode> Session<M> {
         match mask {
             Mask::None => {
                 let extra = no_extra(&shape, last);
-                target.rows(self, last, extra.view(), |r, &()| {
+                target.for_each(self, last, extra.view(), |r, &()| {
                     row(r, ScoreMask::none(r.len()))
                 });
             }
@@ -257,7 +222,7 @@ impl<M: Mode> Session<M> {
                 let index = index
                     .broadcast(IxDyn(&shape[..nd - 1]))
                     .ok_or_else(|| broadcast(&shape))?;
-                target.rows(self, last, index, |r, &i| {
+                target.for_each(self, last, index, |r, &i| {
                     let end = i.saturating_add(*offset).saturating_add(1);
                     row(
                         r,
@@ -272,7 +237,7 @@ impl<M: Mode> Session<M> {
                 let keep = keep
                     .broadcast(IxDyn(&shape))
                     .ok_or_else(|| broadcast(keep.shape()))?;
-                target.rows(
+                target.for_each(
                     self,
                     last,
                     keep.lanes(last),
@@ -293,7 +258,7 @@ impl<M: Mode> Session<M> {
                 let add = add
                     .broadcast(IxDyn(&shape))
                     .ok_or_else(|| broadcast(add.shape()))?;
-                target.rows(self, last, add.lanes(last), |r, a: ArrayView1<'_, f32>| {
+                target.for_each(self, last, add.lanes(last), |r, a: ArrayView1<'_, f32>| {
                     with_row(a, |a| {
                         row(
                             r,
