@@ -20,7 +20,7 @@
 //! ```
 //! use ak_accuracy::{self as accuracy, Options};
 //! let row = accuracy::rows().into_iter().find(|r| r.id() == "exact exp hot").unwrap();
-//! assert_eq!(row.count(1), 2_197_815_297);
+//! assert_eq!(row.count(1), Ok(2_197_815_297));
 //! // Every 100003rd value of the stride-1 sweep: 21,978 values.
 //! let out = row.run(100_003, &Options::default()).unwrap();
 //! assert_eq!(out.count, 21_978);

@@ -101,7 +101,7 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             println!(
                 "{:40} {:>16} values at stride {}",
                 r.id(),
-                accuracy::thousands(r.count(args.stride)),
+                accuracy::thousands(r.count(args.stride)?),
                 r.stride * args.stride
             );
         }
@@ -122,7 +122,7 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let mut results: Vec<(Row, Outcome)> = Vec::new();
     for row in &rows {
         let t = Instant::now();
-        let n = row.count(args.stride);
+        let n = row.count(args.stride)?;
         let bar = if n > LONG_ROW {
             let pb = ProgressBar::new(n);
             pb.set_style(ProgressStyle::with_template(
@@ -161,7 +161,7 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             out.at,
             t.elapsed().as_secs_f64()
         );
-        lines.push(row.markdown(&out, args.stride));
+        lines.push(row.markdown(&out));
         results.push((*row, out));
     }
     let elapsed = started.elapsed().as_secs_f64();
