@@ -93,3 +93,41 @@ fn a_coarse_run_prints_the_table() {
         "{out}"
     );
 }
+
+/// Asserts that `o` is an argument error that says each of `says`, given before any row ran.
+fn assert_refused_up_front(o: &Output, says: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for s in says {
+        assert!(err.contains(s), "{s:?} not in: {err}");
+    }
+    assert!(stdout(o).is_empty(), "{}", stdout(o));
+    assert!(!err.contains(" values "), "a row ran first: {err}");
+}
+
+/// `--stride` multiplies the wide rows' stride 67: a multiplier whose product overflows is
+/// refused before anything runs, naming it, instead of wrapping around.
+#[test]
+fn a_stride_whose_product_overflows_is_refused_naming_it() {
+    let big = (u64::MAX / 67 + 1).to_string();
+    for list in [true, false] {
+        let mut args = vec!["--stride", big.as_str(), "--only", "exp", "--mode", "exact"];
+        if list {
+            args.push("--list");
+        }
+        assert_refused_up_front(&ulp_table(&args), &["--stride", &big]);
+    }
+    // The largest multiplier that fits runs: every row has one value.
+    let fits = (u64::MAX / 67).to_string();
+    let o = ulp_table(&[
+        "--stride", &fits, "--only", "exp", "--mode", "exact", "--list",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.lines().all(|l| l.contains(" 1 values at stride ")),
+        "{out}"
+    );
+    let stride_wide = (u64::MAX / 67 * 67).to_string();
+    assert!(out.contains(&format!("at stride {stride_wide}")), "{out}");
+}

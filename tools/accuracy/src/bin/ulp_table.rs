@@ -17,7 +17,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use activation_kernels::{Func, Isa};
 use ak_accuracy::{self as accuracy, Metric, Options, Outcome, Row, RowMode, Sweep};
 use clap::builder::RangedU64ValueParser;
-use clap::{Parser, ValueEnum, value_parser};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum, value_parser};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -80,7 +81,8 @@ impl From<ModeArg> for RowMode {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
+    let rows = selected_rows(&args).unwrap_or_else(|e| e.exit());
+    match run(&args, &rows) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ulp_table: {e}");
@@ -89,20 +91,41 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+/// The rows `--only` and `--mode` select, with the arguments that depend on them checked: a
+/// usage error (exit status 2) before anything runs, rather than a failure part way.
+fn selected_rows(args: &Args) -> Result<Vec<Row>, clap::Error> {
     let mode = args.mode.map(RowMode::from);
     let rows: Vec<Row> = accuracy::rows()
         .into_iter()
         .filter(|r| args.only.is_empty() || args.only.contains(&r.func))
         .filter(|r| mode.is_none_or(|m| m == r.mode))
         .collect();
+    let invalid = |message: String| Args::command().error(ErrorKind::ValueValidation, message);
+    if let Some(r) = rows.iter().find(|r| r.stride_at(args.stride).is_err()) {
+        let most = rows
+            .iter()
+            .map(|r| u64::MAX / r.stride)
+            .min()
+            .unwrap_or(u64::MAX);
+        return Err(invalid(format!(
+            "invalid value '{}' for '--stride <N>': times the stride {} of row {:?} it \
+             overflows u64; the largest --stride the selected rows take is {most}",
+            args.stride,
+            r.stride,
+            r.id()
+        )));
+    }
+    Ok(rows)
+}
+
+fn run(args: &Args, rows: &[Row]) -> Result<(), Box<dyn Error>> {
     if args.list {
-        for r in &rows {
+        for r in rows {
             println!(
                 "{:40} {:>16} values at stride {}",
                 r.id(),
                 accuracy::thousands(r.count(args.stride)?),
-                r.stride * args.stride
+                r.stride_at(args.stride)?
             );
         }
         return Ok(());
@@ -120,7 +143,7 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let started = Instant::now();
     let mut lines = Vec::new();
     let mut results: Vec<(Row, Outcome)> = Vec::new();
-    for row in &rows {
+    for row in rows {
         let t = Instant::now();
         let n = row.count(args.stride)?;
         let bar = if n > LONG_ROW {
