@@ -131,3 +131,44 @@ fn a_stride_whose_product_overflows_is_refused_naming_it() {
     let stride_wide = (u64::MAX / 67 * 67).to_string();
     assert!(out.contains(&format!("at stride {stride_wide}")), "{out}");
 }
+
+/// An `--out` file or `--plots` folder that cannot be written is refused before the run (which
+/// takes minutes at stride 1), naming the path.
+#[test]
+fn an_output_path_that_cannot_be_written_is_refused_naming_it() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("ulp_table_cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "kept").unwrap();
+    let missing = dir.join("no-such-folder").join("table.md");
+    for (flag, path) in [
+        ("--out", missing.clone()),
+        ("--out", dir.clone()),
+        ("--out", file.join("table.md")),
+        ("--plots", file.join("svg")),
+        ("--plots", file.clone()),
+    ] {
+        let p = path.to_str().unwrap();
+        let o = ulp_table(&["--stride", "100003", "--only", "silu", flag, p]);
+        assert_refused_up_front(&o, &[flag, p]);
+    }
+    assert!(!missing.parent().unwrap().exists());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
+    // A writable --out gets the table.
+    let out = dir.join("table.md");
+    let _ = std::fs::remove_file(&out);
+    let o = ulp_table(&[
+        "--stride",
+        "100003",
+        "--only",
+        "silu",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        written.contains(ak_accuracy::markdown_header()),
+        "{written}"
+    );
+}

@@ -81,7 +81,7 @@ impl From<ModeArg> for RowMode {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let rows = selected_rows(&args).unwrap_or_else(|e| e.exit());
+    let rows = check(&args).unwrap_or_else(|e| e.exit());
     match run(&args, &rows) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -91,9 +91,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// The rows `--only` and `--mode` select, with the arguments that depend on them checked: a
-/// usage error (exit status 2) before anything runs, rather than a failure part way.
-fn selected_rows(args: &Args) -> Result<Vec<Row>, clap::Error> {
+/// Checks what clap cannot check alone, the stride against the rows `--only` and `--mode`
+/// select and the output paths, and returns those rows: a usage error (exit status 2) before
+/// anything runs, rather than a failure after the whole run (minutes at stride 1).
+fn check(args: &Args) -> Result<Vec<Row>, clap::Error> {
     let mode = args.mode.map(RowMode::from);
     let rows: Vec<Row> = accuracy::rows()
         .into_iter()
@@ -115,7 +116,42 @@ fn selected_rows(args: &Args) -> Result<Vec<Row>, clap::Error> {
             r.id()
         )));
     }
+    if let Some(path) = &args.out {
+        check_writable(path).map_err(|e| {
+            invalid(format!(
+                "invalid value '{}' for '--out <FILE>': cannot write it: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            let why = if dir.exists() {
+                "it is not a folder".to_string()
+            } else {
+                format!("cannot make the folder: {e}")
+            };
+            invalid(format!(
+                "invalid value '{}' for '--plots <DIR>': {why}",
+                dir.display()
+            ))
+        })?;
+    }
     Ok(rows)
+}
+
+/// Whether the file `path` can be written, leaving it as it was: opened for appending, and
+/// removed again if this made it.
+fn check_writable(path: &Path) -> std::io::Result<()> {
+    let existed = std::fs::symlink_metadata(path).is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
 }
 
 fn run(args: &Args, rows: &[Row]) -> Result<(), Box<dyn Error>> {
@@ -205,12 +241,11 @@ fn run(args: &Args, rows: &[Row]) -> Result<(), Box<dyn Error>> {
     }
     print!("\n{md}");
     if let Some(path) = &args.out {
-        std::fs::write(path, &md)?;
+        std::fs::write(path, &md).map_err(|e| format!("--out {}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir)?;
-        plot_all(dir, &results)?;
+        plot_all(dir, &results).map_err(|e| format!("--plots {}: {e}", dir.display()))?;
     }
     let above: Vec<String> = results
         .iter()
