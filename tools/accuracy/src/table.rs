@@ -261,6 +261,19 @@ impl Row {
     }
 }
 
+/// The functions the table has rows for, each once, in the table's order. The others of
+/// `Func::ALL` (`exp_nonpositive`, `one_plus_erf`) are parts of these, with no reference of
+/// their own.
+pub fn funcs() -> Vec<Func> {
+    let mut funcs = Vec::new();
+    for r in rows() {
+        if !funcs.contains(&r.func) {
+            funcs.push(r.func);
+        }
+    }
+    funcs
+}
+
 /// The header of the Markdown table [`Row::markdown`] writes the lines of.
 pub fn markdown_header() -> &'static str {
     "| function | mode | sweep | range | stride | values | unit | max error | at x | bound | bound from |\n\

@@ -172,3 +172,17 @@ fn an_output_path_that_cannot_be_written_is_refused_naming_it() {
         "{written}"
     );
 }
+
+/// `exp_nonpositive` and `one_plus_erf` are functions of the crate, but parts of others that no
+/// row measures: `--only` says so and lists the names it takes, instead of an empty table.
+#[test]
+fn only_a_function_without_rows_says_why_and_lists_the_names() {
+    for name in ["exp_nonpositive", "one_plus_erf"] {
+        let o = ulp_table(&["--only", &format!("silu,{name}"), "--list"]);
+        assert_refused_up_front(&o, &["--only", name, "no row"]);
+        let err = stderr(&o);
+        let names: Vec<&str> = ak_accuracy::funcs().iter().map(|f| f.name()).collect();
+        assert_eq!(names.len(), 8);
+        assert!(err.contains(&names.join(", ")), "{err}");
+    }
+}

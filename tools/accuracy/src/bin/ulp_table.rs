@@ -42,7 +42,7 @@ struct Args {
     stride: u64,
     /// Only the rows of these functions (exp, log, tanh, erf, sigmoid, gelu_erf, gelu_tanh,
     /// silu); a comma-separated list, and the option may be repeated.
-    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = measured_func)]
     only: Vec<Func>,
     /// Only the rows of one mode.
     #[arg(long, value_enum)]
@@ -59,6 +59,26 @@ struct Args {
     /// Print the rows and their value counts; evaluate nothing.
     #[arg(long)]
     list: bool,
+}
+
+/// A name `--only` takes: a function of the crate that a row of the table measures.
+fn measured_func(name: &str) -> Result<Func, String> {
+    let funcs = accuracy::funcs();
+    let names = funcs
+        .iter()
+        .map(|f| f.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match name.parse::<Func>() {
+        Ok(f) if funcs.contains(&f) => Ok(f),
+        Ok(_) => Err(format!(
+            "no row of the table measures it (a part of other functions, it has no reference \
+             of its own); the functions with rows: {names}"
+        )),
+        Err(_) => Err(format!(
+            "no such function; the functions with rows: {names}"
+        )),
+    }
 }
 
 /// The modes `--mode` takes.
