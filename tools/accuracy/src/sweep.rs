@@ -49,20 +49,20 @@ const LAST: i64 = 0x7F80_0000;
 /// assert!(count(2.0, 1.0, 1).is_err());
 /// ```
 pub fn count(lo: f32, hi: f32, stride: u64) -> Result<u64, Error> {
-    let why = if lo.is_nan() || hi.is_nan() {
-        "a bound is NaN"
-    } else if lo > hi {
-        "the range is empty"
-    } else if stride == 0 {
-        "the stride is 0"
-    } else {
-        // Both positions are within +-LAST, so the difference fits.
-        let n = (ordered(hi) - ordered(lo)) as u64 + 1;
-        return Ok((n - 1) / stride + 1);
+    let invalid = |why: &str| {
+        Error::InvalidArgument(format!("sweep of [{lo}, {hi}] at stride {stride}: {why}"))
     };
-    Err(Error::InvalidArgument(format!(
-        "sweep of [{lo}, {hi}] at stride {stride}: {why}"
-    )))
+    if lo.is_nan() || hi.is_nan() {
+        return Err(invalid("a bound is NaN"));
+    }
+    if lo > hi {
+        return Err(invalid("the range is empty"));
+    }
+    // Both positions are within +-LAST, so the difference fits.
+    let last = (ordered(hi) - ordered(lo)) as u64;
+    last.checked_div(stride)
+        .map(|k| k + 1)
+        .ok_or_else(|| invalid("the stride is 0"))
 }
 
 /// The `i`-th value of the sweep of `[lo, ..]` at `stride`: the float `i * stride` positions
