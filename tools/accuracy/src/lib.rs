@@ -27,6 +27,8 @@
 //! assert!(out.max <= row.bound);
 //! ```
 
+#![deny(missing_docs)]
+
 mod reference;
 mod sweep;
 mod table;
