@@ -32,24 +32,66 @@ pub fn from_ordered(k: i64) -> f32 {
     }
 }
 
+/// The position of `+inf` in [`ordered`], the last float; `-inf` is at its negative.
+const LAST: i64 = 0x7F80_0000;
+
 /// How many values a sweep of `[lo, hi]` at `stride` visits: every fp32 value of the closed
 /// range in increasing order, one zero, then every `stride`-th of them from `lo` on.
 ///
+/// A NaN bound, an empty range (`lo > hi`) or a stride of 0 is an
+/// [`Error::InvalidArgument`] that names the range and the stride.
+///
 /// ```
 /// use ak_accuracy::count;
-/// assert_eq!(count(-16.0, 16.0, 1), 2_197_815_297);
-/// assert_eq!(count(1.0, 2.0, 1), (1 << 23) + 1);
-/// assert_eq!(count(1.0, 2.0, 2), (1 << 22) + 1);
+/// assert_eq!(count(-16.0, 16.0, 1), Ok(2_197_815_297));
+/// assert_eq!(count(1.0, 2.0, 1), Ok((1 << 23) + 1));
+/// assert_eq!(count(1.0, 2.0, 2), Ok((1 << 22) + 1));
+/// assert!(count(2.0, 1.0, 1).is_err());
 /// ```
-pub fn count(lo: f32, hi: f32, stride: u64) -> u64 {
-    assert!(stride >= 1, "stride must be at least 1");
-    assert!(lo <= hi, "empty range [{lo}, {hi}]");
-    let n = (ordered(hi) - ordered(lo)) as u64 + 1;
-    (n - 1) / stride + 1
+pub fn count(lo: f32, hi: f32, stride: u64) -> Result<u64, Error> {
+    let invalid = |why: &str| {
+        Error::InvalidArgument(format!("sweep of [{lo}, {hi}] at stride {stride}: {why}"))
+    };
+    if lo.is_nan() || hi.is_nan() {
+        return Err(invalid("a bound is NaN"));
+    }
+    if lo > hi {
+        return Err(invalid("the range is empty"));
+    }
+    // Both positions are within +-LAST, so the difference fits.
+    let last = (ordered(hi) - ordered(lo)) as u64;
+    last.checked_div(stride)
+        .map(|k| k + 1)
+        .ok_or_else(|| invalid("the stride is 0"))
 }
 
-/// The `i`-th value of the sweep of `[lo, ..]` at `stride`.
-pub fn nth(lo: f32, stride: u64, i: u64) -> f32 {
+/// The `i`-th value of the sweep of `[lo, ..]` at `stride`: the float `i * stride` positions
+/// of [`ordered`] above `lo`.
+///
+/// An [`Error::InvalidArgument`] where `lo` is NaN, or `i * stride` overflows, or there is no
+/// float that far above `lo` (past `+inf`).
+///
+/// ```
+/// use ak_accuracy::nth;
+/// assert_eq!(nth(1.0, 2, 3), Ok(f32::from_bits(1.0f32.to_bits() + 6)));
+/// assert!(nth(1.0, u64::MAX, 3).is_err());
+/// ```
+pub fn nth(lo: f32, stride: u64, i: u64) -> Result<f32, Error> {
+    let k = i
+        .checked_mul(stride)
+        .and_then(|d| i64::try_from(d).ok())
+        .and_then(|d| ordered(lo).checked_add(d))
+        .filter(|k| !lo.is_nan() && *k <= LAST);
+    k.map(from_ordered).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "value {i} of the sweep from {lo} at stride {stride}: no float that far"
+        ))
+    })
+}
+
+/// [`nth`] for an `i` below [`count`] of a valid range, which cannot fail: `i * stride` is at
+/// most the range's length in positions.
+fn nth_within(lo: f32, stride: u64, i: u64) -> f32 {
     from_ordered(ordered(lo) + (i * stride) as i64)
 }
 
@@ -91,6 +133,8 @@ impl std::fmt::Debug for Options<'_> {
 pub struct Outcome {
     /// How many values were evaluated.
     pub count: u64,
+    /// The stride of the sweep: every `stride`-th fp32 value of the range.
+    pub stride: u64,
     /// The largest error (0 if every value was exact; `+inf` for a NaN error).
     pub max: f64,
     /// The `x` where [`Outcome::max`] occurs, the first in sweep order on ties.
@@ -175,12 +219,7 @@ pub fn sweep<F>(
 where
     F: Fn(&[f32], &mut [f64]) -> Result<(), Error> + Sync,
 {
-    if lo.is_nan() || hi.is_nan() || lo > hi || stride == 0 {
-        return Err(Error::InvalidArgument(format!(
-            "sweep of [{lo}, {hi}] at stride {stride}"
-        )));
-    }
-    let n = count(lo, hi, stride);
+    let n = count(lo, hi, stride)?;
     let chunks = n.div_ceil(CHUNK as u64);
     let nbins = opts.bins;
     let (flo, width) = (f64::from(lo), f64::from(hi) - f64::from(lo));
@@ -196,7 +235,7 @@ where
                 let len = (n - first).min(CHUNK as u64) as usize;
                 acc.xs.clear();
                 acc.xs
-                    .extend((0..len as u64).map(|i| nth(lo, stride, first + i)));
+                    .extend((0..len as u64).map(|i| nth_within(lo, stride, first + i)));
                 acc.errs.clear();
                 acc.errs.resize(len, 0.0);
                 if let Err(e) = errors(&acc.xs, &mut acc.errs) {
@@ -235,8 +274,9 @@ where
     }
     Ok(Outcome {
         count: n,
+        stride,
         max: acc.max,
-        at: nth(lo, stride, acc.at_index),
+        at: nth_within(lo, stride, acc.at_index),
         at_index: acc.at_index,
         bins: acc.bins,
     })

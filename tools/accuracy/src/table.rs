@@ -159,9 +159,24 @@ impl Row {
         format!("[{}, {}]", end(self.lo), end(self.hi))
     }
 
-    /// The number of values at `stride_multiplier` times the row's stride.
-    pub fn count(&self, stride_multiplier: u64) -> u64 {
-        count(self.lo, self.hi, self.stride * stride_multiplier)
+    /// The row's stride times `stride_multiplier`: the stride of a sweep at that multiplier.
+    /// An [`Error::InvalidArgument`] naming the multiplier where the product overflows.
+    pub fn stride_at(&self, stride_multiplier: u64) -> Result<u64, Error> {
+        self.stride.checked_mul(stride_multiplier).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "stride multiplier {stride_multiplier} times the stride {} of row {:?} \
+                 overflows u64 (the largest multiplier it takes is {})",
+                self.stride,
+                self.id(),
+                u64::MAX / self.stride
+            ))
+        })
+    }
+
+    /// The number of values at `stride_multiplier` times the row's stride; an error where that
+    /// stride overflows or is 0 ([`Row::stride_at`], [`count`]).
+    pub fn count(&self, stride_multiplier: u64) -> Result<u64, Error> {
+        count(self.lo, self.hi, self.stride_at(stride_multiplier)?)
     }
 
     /// Runs the row's kernel on `xs` into `ys` on `isa`.
@@ -213,30 +228,28 @@ impl Row {
     }
 
     /// Sweeps the row at `stride_multiplier` times its stride (1: the published table) on
-    /// every core.
+    /// every core; the errors of [`Row::count`], and those of the kernels.
     pub fn run(&self, stride_multiplier: u64, opts: &Options<'_>) -> Result<Outcome, Error> {
-        if stride_multiplier == 0 {
-            return Err(Error::InvalidArgument("stride multiplier 0".into()));
-        }
         let isa = opts.isa;
         sweep(
             self.lo,
             self.hi,
-            self.stride * stride_multiplier,
+            self.stride_at(stride_multiplier)?,
             opts,
             |xs, errs| self.errors(isa, xs, errs),
         )
     }
 
-    /// The row as a line of the Markdown table of [`markdown_header`].
-    pub fn markdown(&self, out: &Outcome, stride_multiplier: u64) -> String {
+    /// The row as a line of the Markdown table of [`markdown_header`], with the outcome of
+    /// one of its runs.
+    pub fn markdown(&self, out: &Outcome) -> String {
         format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | `{:?}` (`0x{:08X}`) | {} | {} |",
             self.func,
             self.mode,
             self.sweep.name(),
             self.range(),
-            self.stride * stride_multiplier,
+            out.stride,
             thousands(out.count),
             self.metric.unit(),
             self.metric.format(out.max),
@@ -246,6 +259,19 @@ impl Row {
             self.bound_source,
         )
     }
+}
+
+/// The functions the table has rows for, each once, in the table's order. The others of
+/// `Func::ALL` (`exp_nonpositive`, `one_plus_erf`) are parts of these, with no reference of
+/// their own.
+pub fn funcs() -> Vec<Func> {
+    let mut funcs = Vec::new();
+    for r in rows() {
+        if !funcs.contains(&r.func) {
+            funcs.push(r.func);
+        }
+    }
+    funcs
 }
 
 /// The header of the Markdown table [`Row::markdown`] writes the lines of.

@@ -2,7 +2,7 @@
 //! row at a coarse stride against its pinned bound, and the published `ACCURACY.md` against
 //! the code.
 
-use activation_kernels::{Func, Isa};
+use activation_kernels::{Error, Func, Isa};
 use ak_accuracy::{
     self as accuracy, Metric, Options, Reference, Row, RowMode, Sweep, count, from_ordered,
     ordered, spacing, sweep, ulp_error,
@@ -16,7 +16,7 @@ const COARSE: u64 = 41;
 /// run whole, the wide rows (33 million at stride 67) at every 7th of their values, the hot rows
 /// at every [`COARSE`]th: about a billion values in all.
 fn coarse_multiplier(row: &Row) -> u64 {
-    match row.count(1) {
+    match row.count(1).unwrap() {
         0..=10_000_000 => 1,
         10_000_001..=40_000_000 => 7,
         _ => COARSE,
@@ -30,7 +30,7 @@ fn check_rows(select: impl Fn(&Row) -> bool) {
     for row in accuracy::rows().into_iter().filter(|r| select(r)) {
         let m = coarse_multiplier(&row);
         let out = row.run(m, &opts).unwrap();
-        assert_eq!(out.count, row.count(m), "{}", row.id());
+        assert_eq!(Ok(out.count), row.count(m), "{}", row.id());
         assert!(out.max >= 0.0, "{}: max {}", row.id(), out.max);
         // The reported x is the one the maximum belongs to.
         assert_eq!(
@@ -130,10 +130,16 @@ fn the_table_has_every_function_in_both_modes() {
 
 #[test]
 fn value_counts_of_the_spec_table() {
-    assert_eq!(count(-16.0, 16.0, 1), 2_197_815_297);
-    assert_eq!(count(0.0625, 16.0, 1), 67_108_865);
+    assert_eq!(count(-16.0, 16.0, 1), Ok(2_197_815_297));
+    assert_eq!(count(0.0625, 16.0, 1), Ok(67_108_865));
     let rows = accuracy::rows();
-    let n = |id: &str| rows.iter().find(|r| r.id() == id).unwrap().count(1);
+    let n = |id: &str| {
+        rows.iter()
+            .find(|r| r.id() == id)
+            .unwrap()
+            .count(1)
+            .unwrap()
+    };
     assert_eq!(n("exact exp hot"), 2_197_815_297);
     assert_eq!(n("fast sigmoid hot"), 2_197_815_297);
     assert_eq!(n("exact log hot"), 67_108_865);
@@ -146,8 +152,8 @@ fn value_counts_of_the_spec_table() {
     // [0, FLT_MAX]: 0x7F7FFFFF + 1 values, every 67th.
     assert_eq!(n("exact log wide"), 0x7F7F_FFFF / 67 + 1);
     // One zero: -0 and +0 are the same position.
-    assert_eq!(count(-0.0, 0.0, 1), 1);
-    assert_eq!(count(-1.0, 1.0, 1), 2 * u64::from(1.0f32.to_bits()) + 1);
+    assert_eq!(count(-0.0, 0.0, 1), Ok(1));
+    assert_eq!(count(-1.0, 1.0, 1), Ok(2 * u64::from(1.0f32.to_bits()) + 1));
 }
 
 #[test]
@@ -173,7 +179,10 @@ fn ordered_positions_are_consecutive_and_round_trip() {
         assert_eq!(from_ordered(ordered(v)).to_bits(), bits);
     }
     assert_eq!(from_ordered(0).to_bits(), 0, "the zero of a sweep is +0");
-    assert_eq!(accuracy::nth(-1.0, 67, 1), from_ordered(ordered(-1.0) + 67));
+    assert_eq!(
+        accuracy::nth(-1.0, 67, 1),
+        Ok(from_ordered(ordered(-1.0) + 67))
+    );
 }
 
 #[test]
@@ -248,6 +257,55 @@ fn references_agree_with_high_precision_values() {
     // The literal 0.5 x (1 + tanh u) cancels to 0 here; the reference does not.
     let u = 0.797_884_560_802_865_4 * (-9.0 + 0.044_715 * -729.0);
     assert_eq!(0.5 * -9.0 * (1.0 + f64::tanh(u)), 0.0);
+}
+
+/// A range, a stride or a position the sweep cannot have is an error of `count`, `nth`,
+/// `sweep` and the rows alike, never a panic or a value that wrapped around.
+#[test]
+fn bad_sweep_arguments_are_errors_everywhere() {
+    let opts = Options::default();
+    let no_errors = |_: &[f32], _: &mut [f64]| Ok(());
+    for (lo, hi, stride) in [
+        (f32::NAN, 1.0, 1),
+        (0.0, f32::NAN, 1),
+        (2.0, 1.0, 1),
+        (1.0, 2.0, 0),
+    ] {
+        let e = count(lo, hi, stride).expect_err("an error");
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(e.to_string().contains(&format!("stride {stride}")), "{e}");
+        assert_eq!(sweep(lo, hi, stride, &opts, no_errors), Err(e));
+    }
+    // The 3rd value at stride u64::MAX is 3 (2^64 - 1) positions on: no float.
+    let e = accuracy::nth(1.0, u64::MAX, 3).expect_err("an error");
+    assert!(e.to_string().contains("18446744073709551615"), "{e}");
+    for (lo, stride, i) in [
+        (1.0, 1, u64::MAX),
+        (1.0, 1 << 32, 1),
+        (f32::MAX, 1, 2),
+        (-f32::MAX, 1 << 32, 1),
+        (f32::NAN, 1, 0),
+    ] {
+        assert!(accuracy::nth(lo, stride, i).is_err(), "{lo} {stride} {i}");
+    }
+    // The last position is +inf, a float.
+    assert_eq!(accuracy::nth(f32::MAX, 1, 1), Ok(f32::INFINITY));
+    assert_eq!(
+        accuracy::nth(f32::NEG_INFINITY, 1, 0),
+        Ok(f32::NEG_INFINITY)
+    );
+    // A row's stride times the multiplier is checked, and the error names the multiplier.
+    let wide = accuracy::rows()
+        .into_iter()
+        .find(|r| r.id() == "exact exp wide")
+        .unwrap();
+    let big = u64::MAX / 67 + 1;
+    let e = wide.count(big).expect_err("an error");
+    assert!(e.to_string().contains(&big.to_string()), "{e}");
+    assert_eq!(wide.run(big, &opts), Err(e));
+    assert_eq!(wide.count(u64::MAX / 67), Ok(1));
+    assert!(wide.count(0).is_err());
+    assert!(wide.run(0, &opts).is_err());
 }
 
 /// A synthetic sweep: the maximum occurs at many x, and the first in sweep order wins, with any
@@ -400,7 +458,7 @@ fn accuracy_md_is_current() {
         assert_eq!(p.stride % row.stride, 0, "{}", row.id());
         assert_eq!(
             p.values,
-            accuracy::thousands(row.count(p.stride / row.stride)),
+            accuracy::thousands(row.count(p.stride / row.stride).unwrap()),
             "{}",
             row.id()
         );

@@ -17,7 +17,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use activation_kernels::{Func, Isa};
 use ak_accuracy::{self as accuracy, Metric, Options, Outcome, Row, RowMode, Sweep};
 use clap::builder::RangedU64ValueParser;
-use clap::{Parser, ValueEnum, value_parser};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum, value_parser};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -41,7 +42,7 @@ struct Args {
     stride: u64,
     /// Only the rows of these functions (exp, log, tanh, erf, sigmoid, gelu_erf, gelu_tanh,
     /// silu); a comma-separated list, and the option may be repeated.
-    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = measured_func)]
     only: Vec<Func>,
     /// Only the rows of one mode.
     #[arg(long, value_enum)]
@@ -58,6 +59,26 @@ struct Args {
     /// Print the rows and their value counts; evaluate nothing.
     #[arg(long)]
     list: bool,
+}
+
+/// A name `--only` takes: a function of the crate that a row of the table measures.
+fn measured_func(name: &str) -> Result<Func, String> {
+    let funcs = accuracy::funcs();
+    let names = funcs
+        .iter()
+        .map(|f| f.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match name.parse::<Func>() {
+        Ok(f) if funcs.contains(&f) => Ok(f),
+        Ok(_) => Err(format!(
+            "no row of the table measures it (a part of other functions, it has no reference \
+             of its own); the functions with rows: {names}"
+        )),
+        Err(_) => Err(format!(
+            "no such function; the functions with rows: {names}"
+        )),
+    }
 }
 
 /// The modes `--mode` takes.
@@ -80,7 +101,8 @@ impl From<ModeArg> for RowMode {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
+    let rows = check(&args).unwrap_or_else(|e| e.exit());
+    match run(&args, &rows) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ulp_table: {e}");
@@ -89,20 +111,77 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+/// Checks what clap cannot check alone, the stride against the rows `--only` and `--mode`
+/// select and the output paths, and returns those rows: a usage error (exit status 2) before
+/// anything runs, rather than a failure after the whole run (minutes at stride 1).
+fn check(args: &Args) -> Result<Vec<Row>, clap::Error> {
     let mode = args.mode.map(RowMode::from);
     let rows: Vec<Row> = accuracy::rows()
         .into_iter()
         .filter(|r| args.only.is_empty() || args.only.contains(&r.func))
         .filter(|r| mode.is_none_or(|m| m == r.mode))
         .collect();
+    let invalid = |message: String| Args::command().error(ErrorKind::ValueValidation, message);
+    if let Some(r) = rows.iter().find(|r| r.stride_at(args.stride).is_err()) {
+        let most = rows
+            .iter()
+            .map(|r| u64::MAX / r.stride)
+            .min()
+            .unwrap_or(u64::MAX);
+        return Err(invalid(format!(
+            "invalid value '{}' for '--stride <N>': times the stride {} of row {:?} it \
+             overflows u64; the largest --stride the selected rows take is {most}",
+            args.stride,
+            r.stride,
+            r.id()
+        )));
+    }
+    if let Some(path) = &args.out {
+        check_writable(path).map_err(|e| {
+            invalid(format!(
+                "invalid value '{}' for '--out <FILE>': cannot write it: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            let why = if dir.exists() {
+                "it is not a folder".to_string()
+            } else {
+                format!("cannot make the folder: {e}")
+            };
+            invalid(format!(
+                "invalid value '{}' for '--plots <DIR>': {why}",
+                dir.display()
+            ))
+        })?;
+    }
+    Ok(rows)
+}
+
+/// Whether the file `path` can be written, leaving it as it was: opened for appending, and
+/// removed again if this made it.
+fn check_writable(path: &Path) -> std::io::Result<()> {
+    let existed = std::fs::symlink_metadata(path).is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
+fn run(args: &Args, rows: &[Row]) -> Result<(), Box<dyn Error>> {
     if args.list {
-        for r in &rows {
+        for r in rows {
             println!(
                 "{:40} {:>16} values at stride {}",
                 r.id(),
-                accuracy::thousands(r.count(args.stride)),
-                r.stride * args.stride
+                accuracy::thousands(r.count(args.stride)?),
+                r.stride_at(args.stride)?
             );
         }
         return Ok(());
@@ -120,9 +199,9 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let started = Instant::now();
     let mut lines = Vec::new();
     let mut results: Vec<(Row, Outcome)> = Vec::new();
-    for row in &rows {
+    for row in rows {
         let t = Instant::now();
-        let n = row.count(args.stride);
+        let n = row.count(args.stride)?;
         let bar = if n > LONG_ROW {
             let pb = ProgressBar::new(n);
             pb.set_style(ProgressStyle::with_template(
@@ -161,7 +240,7 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             out.at,
             t.elapsed().as_secs_f64()
         );
-        lines.push(row.markdown(&out, args.stride));
+        lines.push(row.markdown(&out));
         results.push((*row, out));
     }
     let elapsed = started.elapsed().as_secs_f64();
@@ -182,12 +261,11 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     }
     print!("\n{md}");
     if let Some(path) = &args.out {
-        std::fs::write(path, &md)?;
+        std::fs::write(path, &md).map_err(|e| format!("--out {}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir)?;
-        plot_all(dir, &results)?;
+        plot_all(dir, &results).map_err(|e| format!("--plots {}: {e}", dir.display()))?;
     }
     let above: Vec<String> = results
         .iter()
