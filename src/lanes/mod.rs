@@ -10,11 +10,13 @@
 //! through [`crate::Mode::madd`], which is a separate multiply and add in [`crate::Exact`] and
 //! calls [`Lanes::fma`] only in [`crate::Fast`].
 
+mod fpenv;
 mod isa;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+pub use fpenv::{ExactFpEnv, exact_scalar};
 pub use isa::{Isa, Supported};
 pub use scalar::Scalar;
 
@@ -136,6 +138,12 @@ pub trait WithLanes {
     /// Whether the computation calls [`Lanes::fma`]. On the 128-bit path this selects hardware
     /// FMA when the CPU has it and a correctly rounded software fma when it does not.
     const USES_FMA: bool;
+    /// Whether the computation must give exact mode's bits: [`Supported::dispatch`] then runs
+    /// it inside an [`ExactFpEnv`] (round-to-nearest, FTZ and DAZ off, the caller's MXCSR
+    /// restored afterwards). A computation that is not exact runs with the caller's MXCSR.
+    /// Defaults to `!USES_FMA`: exact kernels never fuse (they go through [`crate::Mode::madd`],
+    /// which fuses only in fast mode), and every fast kernel does.
+    const EXACT: bool = !Self::USES_FMA;
     /// Runs the computation with the lane token `l`.
     fn run<L: Lanes>(self, l: L) -> Self::Output;
 }

@@ -236,3 +236,58 @@ pub fn pinned_session<M: activation_kernels::Mode>(
 pub fn extensive() -> bool {
     std::env::var("AK_EXTENSIVE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
+
+/// The thread's MXCSR register (x86-64; `0x1F80`, the default, elsewhere).
+pub fn mxcsr() -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut v = 0u32;
+        // SAFETY: `stmxcsr` writes 4 bytes to the address of the local `v`.
+        unsafe {
+            std::arch::asm!("stmxcsr [{p}]", p = in(reg) &mut v as *mut u32, options(nostack));
+        }
+        v
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0x1F80
+    }
+}
+
+/// Sets the thread's MXCSR register (x86-64; nothing elsewhere).
+pub fn set_mxcsr(v: u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let v = v & 0xFFFF;
+        // SAFETY: `ldmxcsr` reads 4 bytes from the address of the local `v`; the reserved bits
+        // are clear, so it cannot fault.
+        unsafe {
+            std::arch::asm!("ldmxcsr [{p}]", p = in(reg) &v as *const u32, options(nostack, readonly));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = v;
+    }
+}
+
+/// The default MXCSR: every exception masked, round to nearest, FTZ and DAZ off.
+pub const MXCSR_DEFAULT: u32 = 0x1F80;
+/// Flush-to-zero and denormals-are-zero on (what `-Ofast` and `set_flush_denormal` set).
+pub const MXCSR_FTZ_DAZ: u32 = MXCSR_DEFAULT | 0x8040;
+/// Round toward zero.
+pub const MXCSR_TOWARD_ZERO: u32 = MXCSR_DEFAULT | 0x6000;
+
+/// Runs `f` with the thread's MXCSR set to `v`, then restores the previous value (also when
+/// `f` panics).
+pub fn with_mxcsr<R>(v: u32, f: impl FnOnce() -> R) -> R {
+    struct Restore(u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_mxcsr(self.0);
+        }
+    }
+    let _restore = Restore(mxcsr());
+    set_mxcsr(v);
+    f()
+}

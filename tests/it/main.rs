@@ -14,6 +14,7 @@ mod exact_golden;
 mod exact_properties;
 mod exhaustive;
 mod fast_kernels;
+mod fp_environment;
 mod gemm;
 mod isa_env;
 mod layer_norm;
