@@ -7,6 +7,7 @@
 mod common;
 
 mod attention;
+mod canonical_nan;
 mod capi;
 mod cross_isa;
 mod epilogue;
