@@ -29,7 +29,15 @@ pub const MAX_WIDTH: usize = 16;
 /// (`Avx2`) and 512-bit (`Avx512`) register types. A value of an implementing type is a
 /// token: proof that the CPU runs the instruction set. Only [`Supported::dispatch`] makes them.
 ///
-/// Comparisons are ordered and quiet (false when either side is NaN), like Rust's `<`.
+/// Comparisons are ordered (false when either side is NaN), like Rust's `<`, with the same
+/// results on every lane type. `eq` and `is_nan` are quiet everywhere, and so are AVX2's and
+/// AVX-512's `lt`/`gt`/`ge` (`_CMP_*_OQ`); SSE2 has no quiet ordered less-than, so its
+/// `lt`/`gt`/`ge` are the signalling `cmpltps`/`cmpleps` forms: on a NaN operand they also set
+/// MXCSR's invalid flag. Only the flag differs, never a result, and the crate promises nothing
+/// about the flags (its kernels raise invalid, overflow and inexact on lanes they discard, such
+/// as `inf - inf` before a select). No exception traps in exact mode: its environment
+/// ([`ExactFpEnv`]) masks them all. Fast mode runs with the caller's MXCSR: a caller that
+/// unmasks floating-point exceptions must expect traps from fast kernels on any instruction set.
 /// Integer arithmetic wraps. `select(m, a, b)` is `m ? a : b` lane by lane.
 pub trait Lanes: Copy + Send + Sync + 'static {
     /// Number of `f32` lanes.
