@@ -291,3 +291,90 @@ pub fn with_mxcsr<R>(v: u32, f: impl FnOnce() -> R) -> R {
     set_mxcsr(v);
     f()
 }
+
+/// The single-value exact function of `func`.
+pub fn scalar_fn(func: Func) -> ScalarFn {
+    use activation_kernels::exact;
+    match func {
+        Func::Exp => exact::exp,
+        Func::ExpNonPositive => exact::exp_nonpositive,
+        Func::Log => exact::log,
+        Func::Sigmoid => exact::sigmoid,
+        Func::Tanh => exact::tanh,
+        Func::Erf => exact::erf,
+        Func::OnePlusErf => exact::one_plus_erf,
+        Func::GeluErf => exact::gelu_erf,
+        Func::GeluTanh => exact::gelu_tanh,
+        Func::Silu => exact::silu,
+    }
+}
+
+/// The canonical NaN for any NaN, else `x`.
+pub fn canon(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::from_bits(0x7FC0_0000)
+    } else {
+        x
+    }
+}
+
+/// The canonical sum of exact mode, written out: 16 interleaved partials, then the tree.
+pub fn canonical_sum(v: impl Iterator<Item = f32>) -> f32 {
+    let mut p = [0f32; 16];
+    for (i, x) in v.enumerate() {
+        p[i % 16] += x;
+    }
+    for half in [8, 4, 2, 1] {
+        for j in 0..half {
+            p[j] += p[j + half];
+        }
+    }
+    p[0]
+}
+
+/// Exact layer norm of an ordinary row, written out in the canonical order.
+pub fn layer_norm_reference(x: &[f32], g: &[f32], b: &[f32], eps: f32) -> Vec<f32> {
+    let n = x.len() as f32;
+    let mean = canonical_sum(x.iter().copied()) / n;
+    let var = canonical_sum(x.iter().map(|&v| (v - mean) * (v - mean))) / n;
+    let sd = (var + eps).sqrt();
+    x.iter()
+        .zip(g)
+        .zip(b)
+        .map(|((&x, &g), &b)| canon((x - mean) / sd * g + b))
+        .collect()
+}
+
+/// Exact softmax of a row written out (a fully masked row gives zeros, a NaN row NaNs).
+pub fn softmax_reference(row: &[f32]) -> Vec<f32> {
+    if row.iter().any(|x| x.is_nan()) {
+        return vec![canon(f32::NAN); row.len()];
+    }
+    let m = row
+        .iter()
+        .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+    if m == f32::NEG_INFINITY {
+        return vec![0.0; row.len()];
+    }
+    let e: Vec<f32> = row
+        .iter()
+        .map(|&x| activation_kernels::exact::exp_nonpositive(if x == m { 0.0 } else { x - m }))
+        .collect();
+    let s = canonical_sum(e.iter().copied());
+    e.iter().map(|&e| e / s).collect()
+}
+
+/// Exact `a b` written out: each element from `+0`, in increasing k, a product then a sum.
+pub fn gemm_reference(
+    a: &ndarray::ArrayRef2<f32>,
+    b: &ndarray::ArrayRef2<f32>,
+) -> ndarray::Array2<f32> {
+    ndarray::Array2::from_shape_fn((a.nrows(), b.ncols()), |(i, j)| {
+        let mut acc = 0.0f32;
+        for k in 0..a.ncols() {
+            let p = a[[i, k]] * b[[k, j]];
+            acc += p;
+        }
+        canon(acc)
+    })
+}

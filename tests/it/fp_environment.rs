@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use activation_kernels::epilogue::{Bias, Residual, Scale, TileEpilogue};
-use activation_kernels::{AttentionOptions, Exact, Func, Isa, Session, exact};
+use activation_kernels::{AttentionOptions, Exact, Isa, Session, exact};
 use ndarray::{Array1, Array2, Array4, Axis};
 
 /// The control bits of MXCSR (the six exception flags are sticky and left out).
@@ -95,22 +95,6 @@ fn outputs(s: &Session<Exact>, x: &Inputs) -> Vec<(&'static str, Vec<u32>)> {
         ("layer_norm", bits(&norm)),
         ("swiglu", bits(&swiglu)),
     ]
-}
-
-/// The single-value exact function of `func`.
-fn scalar_fn(func: Func) -> ScalarFn {
-    match func {
-        Func::Exp => exact::exp,
-        Func::ExpNonPositive => exact::exp_nonpositive,
-        Func::Log => exact::log,
-        Func::Sigmoid => exact::sigmoid,
-        Func::Tanh => exact::tanh,
-        Func::Erf => exact::erf,
-        Func::OnePlusErf => exact::one_plus_erf,
-        Func::GeluErf => exact::gelu_erf,
-        Func::GeluTanh => exact::gelu_tanh,
-        Func::Silu => exact::silu,
-    }
 }
 
 #[test]

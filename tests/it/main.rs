@@ -19,6 +19,7 @@ mod fp_environment;
 mod gemm;
 mod isa_env;
 mod layer_norm;
+mod properties;
 mod session_elementwise;
 mod softmax;
 mod taylor_catalogue;
