@@ -8,7 +8,9 @@
 //! 1 and 2 threads), `half/1048576` (GELU on f32 vs bf16 vs f16), `fp-env/4096` (the cost of
 //! the exact floating-point environment guard: exact exp over 4096 elements and an empty call,
 //! under the default MXCSR, where the guard only reads it, and under a caller's FTZ/DAZ, where
-//! it writes and restores it; the scalar `exact::exp` over the same elements in both).
+//! it writes and restores it; the scalar `exact::exp` over the same elements in both), and
+//! `nan-pass/256x768x768` (the exact GEMM of that shape on one thread, whose tiles get the
+//! canonical-NaN pass; compare with a build without the pass).
 
 use activation_kernels::{Func, Isa, Session, exact, fast};
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
@@ -124,9 +126,31 @@ fn fp_env(c: &mut Criterion) {
     g.finish();
 }
 
+fn nan_pass(c: &mut Criterion) {
+    let (m, k, n) = (256, 768, 768);
+    let mut g = c.benchmark_group(format!("nan-pass/{m}x{k}x{n}"));
+    g.sample_size(20);
+    let a = Array2::from_shape_vec((m, k), data(m * k)).unwrap();
+    let b = Array2::from_shape_vec((k, n), data(k * n)).unwrap();
+    let mut out = Array2::zeros((m, n));
+    let s = Session::exact().with_threads(1).unwrap();
+    g.bench_function("exact-gemm", |bch| {
+        bch.iter(|| {
+            s.matmul_into(
+                &a,
+                &b,
+                black_box(&mut out),
+                &activation_kernels::epilogue::Identity,
+            )
+            .unwrap()
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(2));
-    targets = overhead, threads, half_types, fp_env
+    targets = overhead, threads, half_types, fp_env, nan_pass
 }
 criterion_main!(benches);
