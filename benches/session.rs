@@ -5,7 +5,12 @@
 //! ```
 //! Groups: `session-overhead/1048576` (session call vs `exact::map_in_place` on the same data,
 //! contiguous vs a strided view of the same element count), `threads/16777216` (exact GELU on
-//! 1 and 2 threads), `half/1048576` (GELU on f32 vs bf16 vs f16).
+//! 1 and 2 threads), `half/1048576` (GELU on f32 vs bf16 vs f16), `fp-env/4096` (the cost of
+//! the exact floating-point environment guard: exact exp over 4096 elements and an empty call,
+//! under the default MXCSR, where the guard only reads it, and under a caller's FTZ/DAZ, where
+//! it writes and restores it; the scalar `exact::exp` over the same elements in both), and
+//! `nan-pass/256x768x768` (the exact GEMM of that shape on one thread, whose tiles get the
+//! canonical-NaN pass; compare with a build without the pass).
 
 use activation_kernels::{Func, Isa, Session, exact, fast};
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
@@ -77,9 +82,75 @@ fn half_types(c: &mut Criterion) {
     g.finish();
 }
 
+/// The thread's MXCSR register.
+fn mxcsr() -> u32 {
+    let mut v = 0u32;
+    // SAFETY: `stmxcsr` writes 4 bytes to the address of the local `v`.
+    unsafe { std::arch::asm!("stmxcsr [{p}]", p = in(reg) &mut v as *mut u32, options(nostack)) };
+    v
+}
+
+/// Sets the thread's MXCSR register.
+fn set_mxcsr(v: u32) {
+    // SAFETY: `ldmxcsr` reads 4 bytes from the local `v`; callers pass a valid MXCSR value.
+    unsafe { std::arch::asm!("ldmxcsr [{p}]", p = in(reg) &v as *const u32, options(nostack)) };
+}
+
+fn fp_env(c: &mut Criterion) {
+    let n = 4096;
+    let mut g = c.benchmark_group(format!("fp-env/{n}"));
+    let isa = Isa::detect();
+    let mut v = data(n);
+    let x = v.clone();
+    let caller = mxcsr();
+    for (env, bits) in [("default", caller), ("ftz-daz", caller | 0x8040)] {
+        set_mxcsr(bits);
+        g.bench_function(format!("exact-exp-{env}"), |b| {
+            b.iter(|| {
+                v.copy_from_slice(&x);
+                exact::map_in_place(Func::Exp, isa, black_box(&mut v)).unwrap()
+            })
+        });
+        g.bench_function(format!("empty-call-{env}"), |b| {
+            b.iter(|| exact::map_in_place(Func::Exp, isa, black_box(&mut [])).unwrap())
+        });
+        g.bench_function(format!("scalar-exact-exp-{env}"), |b| {
+            b.iter(|| {
+                for (y, &x) in v.iter_mut().zip(&x) {
+                    *y = exact::exp(black_box(x));
+                }
+            })
+        });
+        set_mxcsr(caller);
+    }
+    g.finish();
+}
+
+fn nan_pass(c: &mut Criterion) {
+    let (m, k, n) = (256, 768, 768);
+    let mut g = c.benchmark_group(format!("nan-pass/{m}x{k}x{n}"));
+    g.sample_size(20);
+    let a = Array2::from_shape_vec((m, k), data(m * k)).unwrap();
+    let b = Array2::from_shape_vec((k, n), data(k * n)).unwrap();
+    let mut out = Array2::zeros((m, n));
+    let s = Session::exact().with_threads(1).unwrap();
+    g.bench_function("exact-gemm", |bch| {
+        bch.iter(|| {
+            s.matmul_into(
+                &a,
+                &b,
+                black_box(&mut out),
+                &activation_kernels::epilogue::Identity,
+            )
+            .unwrap()
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(2));
-    targets = overhead, threads, half_types
+    targets = overhead, threads, half_types, fp_env, nan_pass
 }
 criterion_main!(benches);

@@ -1,4 +1,6 @@
-//! Exact mode on single values and on slices: the spec's bits, whatever the instruction set.
+//! Exact mode on single values and on slices: the spec's bits, whatever the instruction set
+//! and whatever the calling thread's floating-point environment (MXCSR: FTZ, DAZ, rounding
+//! mode), which each call sets to the exact one for its duration and then restores.
 //!
 //! ```
 //! use activation_kernels::{exact, Func, Isa};
@@ -17,7 +19,12 @@ macro_rules! scalar_fns {
         $(#[$doc])*
         #[inline]
         pub fn $name(x: f32) -> f32 {
-            $($seg)::+::<Scalar, $mode>(Scalar::new(), x)
+            let f = |x| $($seg)::+::<Scalar, $mode>(Scalar::new(), x);
+            if <$mode as $crate::Mode>::FAST {
+                f(x)
+            } else {
+                $crate::lanes::exact_scalar(x, f)
+            }
         }
     )*};
 }

@@ -6,6 +6,7 @@ use ndarray::{ArrayRef2, ArrayView1};
 
 use super::{TileEpilogue, for_each_row, length_error, matrix_dims};
 use crate::Error;
+use crate::lanes::ExactFpEnv;
 
 /// Which index of C a bias vector follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,8 +18,9 @@ enum Along {
 }
 
 /// Adds a bias vector: `C[i, j] + b[j]` ([`Bias::per_column`], the bias of a dense layer
-/// `x W + b`) or `C[i, j] + b[i]` ([`Bias::per_row`]). One IEEE addition per element, so the bits
-/// are those of the same addition after the product. In a batched product the same vector is
+/// `x W + b`) or `C[i, j] + b[i]` ([`Bias::per_row`]). One IEEE addition per element, rounded to
+/// nearest with subnormals kept whatever the thread's floating-point environment (MXCSR), so
+/// the bits are those of the same addition after the product. In a batched product the same vector is
 /// used for every batch item.
 ///
 /// The vector is borrowed when it is contiguous, copied once otherwise. A GEMM checks its
@@ -85,6 +87,7 @@ impl<'a> Bias<'a> {
 
 impl TileEpilogue for Bias<'_> {
     fn apply(&self, tile: &mut ArrayRef2<f32>, row: usize, col: usize) {
+        let _env = ExactFpEnv::enter();
         for_each_row(tile, |i, r| self.add_row(r, i, row, col));
     }
 

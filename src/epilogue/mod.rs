@@ -27,6 +27,9 @@ pub use bias::Bias;
 pub use residual::{Residual, Scale};
 
 use crate::Error;
+use crate::lanes::{Lanes, Supported, WithLanes};
+use crate::mode::Mode;
+use crate::ops::nan::canonical_nan_lanes;
 use crate::rows::with_row_mut;
 
 /// An operation on finished output tiles of a matrix product.
@@ -205,5 +208,31 @@ fn matrix_dims(c_shape: &[usize]) -> Option<(usize, usize)> {
 fn for_each_row(tile: &mut ArrayRef2<f32>, mut f: impl FnMut(usize, &mut [f32])) {
     for (i, row) in tile.rows_mut().into_iter().enumerate() {
         with_row_mut(row, |r| f(i, r));
+    }
+}
+
+/// In exact mode, replaces every NaN of a finished tile (after its epilogue, before the GEMM
+/// stores it) with the canonical NaN, in one dispatch; in fast mode, nothing. The one call the
+/// GEMM driver makes for the canonical NaN of every matrix product, epilogues included.
+pub(crate) fn canonical_nan_tile<M: Mode>(isa: Supported, tile: &mut ArrayRef2<f32>) {
+    if !M::FAST {
+        isa.dispatch(CanonicalNanTile { tile });
+    }
+}
+
+/// [`canonical_nan_tile`] inside the dispatch.
+struct CanonicalNanTile<'t> {
+    tile: &'t mut ArrayRef2<f32>,
+}
+
+impl WithLanes for CanonicalNanTile<'_> {
+    type Output = ();
+    const USES_FMA: bool = false;
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        if let Some(all) = self.tile.as_slice_memory_order_mut() {
+            return canonical_nan_lanes(l, all);
+        }
+        for_each_row(self.tile, |_, r| canonical_nan_lanes(l, r));
     }
 }

@@ -4,8 +4,10 @@ use ndarray::{ArrayRef2, ArrayView2, ArrayView3, Axis, Zip, s};
 
 use super::TileEpilogue;
 use crate::Error;
+use crate::lanes::ExactFpEnv;
 
-/// Multiplies every element by a constant: `C[i, j] * s`, one IEEE multiplication.
+/// Multiplies every element by a constant: `C[i, j] * s`, one IEEE multiplication, rounded to
+/// nearest with subnormals kept whatever the thread's floating-point environment (MXCSR).
 ///
 /// ```
 /// use activation_kernels::epilogue::{Scale, TileEpilogue};
@@ -19,6 +21,7 @@ pub struct Scale(pub f32);
 impl TileEpilogue for Scale {
     fn apply(&self, tile: &mut ArrayRef2<f32>, _row: usize, _col: usize) {
         let s = self.0;
+        let _env = ExactFpEnv::enter();
         tile.mapv_inplace(|x| x * s);
     }
 }
@@ -32,7 +35,8 @@ enum Source<'a> {
 }
 
 /// Adds another array element by element: `C[i, j] + R[i, j]` (a residual connection), one
-/// IEEE addition per element. `R` may have any strides.
+/// IEEE addition per element, rounded to nearest with subnormals kept whatever the thread's
+/// floating-point environment (MXCSR). `R` may have any strides.
 ///
 /// [`Residual::new`] takes an `[m, n]` matrix, used for every item of a batched product;
 /// [`Residual::batched`] takes `[batch, m, n]`, one matrix per item (through
@@ -71,6 +75,7 @@ impl<'a> Residual<'a> {
     fn add(tile: &mut ArrayRef2<f32>, r: ArrayView2<'_, f32>, row: usize, col: usize) {
         let (h, w) = tile.dim();
         let r = r.slice(s![row..row + h, col..col + w]);
+        let _env = ExactFpEnv::enter();
         Zip::from(tile).and(&r).for_each(|x, &y| *x += y);
     }
 }

@@ -345,6 +345,7 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
             pass.epilogue.apply(&mut tile, t.row0, t.col0);
         }
     }
+    crate::epilogue::canonical_nan_tile::<M>(pass.isa, &mut tile);
     store_tile(&tile, &mut t.c);
     SCRATCH.set(scratch);
     Ok(())

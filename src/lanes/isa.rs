@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use super::{Scalar, WithLanes};
+use super::{ExactFpEnv, Scalar, WithLanes};
 use crate::Error;
 
 /// An instruction set a kernel can run on.
@@ -183,8 +183,11 @@ impl Supported {
         self.0
     }
 
-    /// Runs `op` with the lane type of the instruction set, compiled for it.
+    /// Runs `op` with the lane type of the instruction set, compiled for it; an exact `op`
+    /// ([`WithLanes::EXACT`]) inside an [`ExactFpEnv`], so its bits do not depend on the
+    /// caller's (or the rayon worker's) MXCSR.
     pub fn dispatch<O: WithLanes>(self, op: O) -> O::Output {
+        let _env = ExactFpEnv::enter_if(O::EXACT);
         #[cfg(target_arch = "x86_64")]
         {
             use super::x86;

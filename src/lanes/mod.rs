@@ -10,11 +10,13 @@
 //! through [`crate::Mode::madd`], which is a separate multiply and add in [`crate::Exact`] and
 //! calls [`Lanes::fma`] only in [`crate::Fast`].
 
+mod fpenv;
 mod isa;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+pub use fpenv::{ExactFpEnv, exact_scalar};
 pub use isa::{Isa, Supported};
 pub use scalar::Scalar;
 
@@ -27,7 +29,15 @@ pub const MAX_WIDTH: usize = 16;
 /// (`Avx2`) and 512-bit (`Avx512`) register types. A value of an implementing type is a
 /// token: proof that the CPU runs the instruction set. Only [`Supported::dispatch`] makes them.
 ///
-/// Comparisons are ordered and quiet (false when either side is NaN), like Rust's `<`.
+/// Comparisons are ordered (false when either side is NaN), like Rust's `<`, with the same
+/// results on every lane type. `eq` and `is_nan` are quiet everywhere, and so are AVX2's and
+/// AVX-512's `lt`/`gt`/`ge` (`_CMP_*_OQ`); SSE2 has no quiet ordered less-than, so its
+/// `lt`/`gt`/`ge` are the signalling `cmpltps`/`cmpleps` forms: on a NaN operand they also set
+/// MXCSR's invalid flag. Only the flag differs, never a result, and the crate promises nothing
+/// about the flags (its kernels raise invalid, overflow and inexact on lanes they discard, such
+/// as `inf - inf` before a select). No exception traps in exact mode: its environment
+/// ([`ExactFpEnv`]) masks them all. Fast mode runs with the caller's MXCSR: a caller that
+/// unmasks floating-point exceptions must expect traps from fast kernels on any instruction set.
 /// Integer arithmetic wraps. `select(m, a, b)` is `m ? a : b` lane by lane.
 pub trait Lanes: Copy + Send + Sync + 'static {
     /// Number of `f32` lanes.
@@ -136,6 +146,12 @@ pub trait WithLanes {
     /// Whether the computation calls [`Lanes::fma`]. On the 128-bit path this selects hardware
     /// FMA when the CPU has it and a correctly rounded software fma when it does not.
     const USES_FMA: bool;
+    /// Whether the computation must give exact mode's bits: [`Supported::dispatch`] then runs
+    /// it inside an [`ExactFpEnv`] (round-to-nearest, FTZ and DAZ off, the caller's MXCSR
+    /// restored afterwards). A computation that is not exact runs with the caller's MXCSR.
+    /// Defaults to `!USES_FMA`: exact kernels never fuse (they go through [`crate::Mode::madd`],
+    /// which fuses only in fast mode), and every fast kernel does.
+    const EXACT: bool = !Self::USES_FMA;
     /// Runs the computation with the lane token `l`.
     fn run<L: Lanes>(self, l: L) -> Self::Output;
 }

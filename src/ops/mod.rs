@@ -21,6 +21,7 @@ pub mod func;
 pub mod gelu;
 pub mod log;
 pub mod map;
+pub mod nan;
 pub mod norm;
 pub mod reduce;
 pub mod sigmoid;

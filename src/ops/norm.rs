@@ -5,22 +5,141 @@
 //! `y_i = ((x_i - mean) / sd) * gamma_i + beta_i`. Every step is an IEEE operation in a fixed
 //! order, so exact mode gives the same bits on every instruction set. Fast mode multiplies by
 //! `1/sd` and fuses the last multiply-add.
+//!
+//! A row whose statistics leave the range of `f32` (a sum or a square that overflows, as for
+//! rows of `1e18` or `3e38`, or squares that underflow when `eps` cannot hide them, as for a
+//! row of subnormals with `eps = 0`) is normalised at a scale: every element is multiplied by
+//! the power of two `s = 2^-k` that brings the row's largest magnitude near 1 (exact: no
+//! rounding, except for elements so much smaller than the largest that they are below the
+//! output's resolution), the same formula runs on `x s` with `eps s^2` (and the mean corrected
+//! once by the mean of `x s - mean`, so a row of equal huge values is centred exactly), and as the
+//! normalisation does not change with the scale, `y` is the normalisation of `x`. Rows whose
+//! statistics are in range (every ordinary row) never take that path and keep their bits. The
+//! choice depends only on the row's values, so the bits still depend on no instruction set or
+//! thread count. In exact mode every NaN stored is the canonical NaN.
 
 use super::reduce::canonical_sum_of;
+use super::{abs, nan_where_nan};
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::Mode;
 
-/// `(mean, sd)` of a row: the canonical mean and `sqrt(var + eps)`.
+/// Below this variance, squares of differences may have been rounded as subnormals.
+const TINY_VAR: f32 = 7.888_609e-31; // 2^-100
+/// From this `eps` on, `eps` hides any variance below [`TINY_VAR`].
+const HIDING_EPS: f32 = 8.470_329e-22; // 2^-70
+
+/// The row's statistics at the scale `scale` (a power of two, `1` for ordinary rows):
+/// `mean` and `sd` of `x * scale`, `sd = sqrt(var + eps * scale^2)`.
+#[derive(Clone, Copy)]
+struct Stats {
+    scale: f32,
+    mean: f32,
+    sd: f32,
+}
+
+/// `(mean, var)` of `row * scale` (`scale` `None`: of `row`), in the canonical order; at a
+/// scale, the mean is corrected once by the mean of the differences.
 #[inline(always)]
-fn mean_and_sd<L: Lanes>(l: L, row: &[f32], eps: f32) -> (f32, f32) {
+fn moments<L: Lanes>(l: L, row: &[f32], scale: Option<f32>) -> (f32, f32) {
     let n = row.len() as f32;
-    let mean = canonical_sum_of(l, row, |v| v) / n;
+    let at = |v: L::F| match scale {
+        Some(s) => l.mul(v, l.splat(s)),
+        None => v,
+    };
+    let mut mean = canonical_sum_of(l, row, at) / n;
+    if scale.is_some() {
+        // Rows at a scale are rare: one more pass corrects the mean by the mean of the
+        // differences, so that a row of equal (or nearly equal) large values is centred
+        // exactly and its variance is not the square of the mean's rounding error.
+        let mv = l.splat(mean);
+        mean += canonical_sum_of(l, row, |v| l.sub(at(v), mv)) / n;
+    }
     let mv = l.splat(mean);
     let var = canonical_sum_of(l, row, |v| {
-        let d = l.sub(v, mv);
+        let d = l.sub(at(v), mv);
         l.mul(d, d)
     }) / n;
-    (mean, (var + eps).sqrt())
+    (mean, var)
+}
+
+/// The largest `|x|` of the row (`NaN` is never the largest; the caller knows the row is
+/// finite).
+#[inline(always)]
+fn max_abs<L: Lanes>(l: L, row: &[f32]) -> f32 {
+    let mut m = l.splat(0.0);
+    for c in row.chunks(L::WIDTH) {
+        let a = abs(l, l.load_partial(c, 0.0));
+        m = l.select(l.gt(a, m), a, m);
+    }
+    let mut lanes = [0f32; crate::lanes::MAX_WIDTH];
+    l.store(m, &mut lanes);
+    lanes[..L::WIDTH]
+        .iter()
+        .fold(0.0, |b, &v| if v > b { v } else { b })
+}
+
+/// `2^k` for `-126 <= k <= 127`.
+fn pow2(k: i32) -> f32 {
+    f32::from_bits(((k + 127) as u32) << 23)
+}
+
+/// The unbiased exponent of a finite `x > 0` (`-127` for subnormals).
+fn exponent(x: f32) -> i32 {
+    ((x.to_bits() >> 23) & 0xFF) as i32 - 127
+}
+
+/// The statistics of a row: at scale 1 when they are in range, else at the scale that brings
+/// the row's largest magnitude near 1 (see the module's documentation).
+#[inline(always)]
+fn stats<L: Lanes>(l: L, row: &[f32], eps: f32) -> Stats {
+    let (mean, var) = moments(l, row, None);
+    let overflow = !(mean.is_finite() && var.is_finite());
+    let underflow = var < TINY_VAR && eps < HIDING_EPS;
+    if !(overflow || underflow) {
+        return Stats {
+            scale: 1.0,
+            mean,
+            sd: (var + eps).sqrt(),
+        };
+    }
+    let big = max_abs(l, row);
+    if !big.is_finite() || big == 0.0 {
+        // An inf or NaN in the row (its results are inf or NaN), or a row of zeros.
+        return Stats {
+            scale: 1.0,
+            mean,
+            sd: (var + eps).sqrt(),
+        };
+    }
+    // The largest magnitude scaled into [2, 4) (down) or up to at most 1 with `eps s^2`
+    // finite (up); `k` is the exponent of the scale.
+    let e = exponent(big);
+    let k = if overflow {
+        (1 - e).clamp(-126, 127)
+    } else {
+        let room = if eps > 0.0 {
+            (126 - exponent(eps)) / 2
+        } else {
+            127
+        };
+        (-e).clamp(0, 127).min(room)
+    };
+    if k == 0 {
+        return Stats {
+            scale: 1.0,
+            mean,
+            sd: (var + eps).sqrt(),
+        };
+    }
+    let scale = pow2(k);
+    let (mean, var) = moments(l, row, Some(scale));
+    let eps_s = eps * scale * scale;
+    let mut sd = (var + eps_s).sqrt();
+    if sd == 0.0 && eps > 0.0 {
+        // `eps s^2` underflowed and every `x s - mean` is 0: the outputs are 0 at any sd.
+        sd = 1.0;
+    }
+    Stats { scale, mean, sd }
 }
 
 /// Normalises `row` in place with the affine `gamma`, `beta` (each the row's length).
@@ -29,19 +148,39 @@ fn layer_norm_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], gamma: &[f32], beta:
     if row.is_empty() {
         return;
     }
-    let (mean, sd) = mean_and_sd(l, row, eps);
-    let mv = l.splat(mean);
-    let sdv = l.splat(sd);
-    let inv = l.splat(1.0 / sd);
+    let st = stats(l, row, eps);
+    if st.scale == 1.0 {
+        normalise::<L, M, false>(l, row, gamma, beta, st);
+    } else {
+        normalise::<L, M, true>(l, row, gamma, beta, st);
+    }
+}
+
+/// `y = ((x s - mean) / sd) * gamma + beta` (`SCALED` false: `s = 1`, not multiplied).
+#[inline(always)]
+fn normalise<L: Lanes, M: Mode, const SCALED: bool>(
+    l: L,
+    row: &mut [f32],
+    gamma: &[f32],
+    beta: &[f32],
+    st: Stats,
+) {
+    let mv = l.splat(st.mean);
+    let sdv = l.splat(st.sd);
+    let inv = l.splat(1.0 / st.sd);
+    let sv = l.splat(st.scale);
     let w = L::WIDTH;
     for ((x, g), b) in row.chunks_mut(w).zip(gamma.chunks(w)).zip(beta.chunks(w)) {
-        let d = l.sub(l.load_partial(x, 0.0), mv);
+        let v = l.load_partial(x, 0.0);
+        let v = if SCALED { l.mul(v, sv) } else { v };
+        let d = l.sub(v, mv);
         let z = if M::FAST {
             l.mul(d, inv)
         } else {
             l.div(d, sdv)
         };
         let y = M::madd(l, z, l.load_partial(g, 0.0), l.load_partial(b, 0.0));
+        let y = if M::FAST { y } else { nan_where_nan(l, y, y) };
         l.store_partial(y, x);
     }
 }

@@ -103,7 +103,7 @@ operators! {
     sigmoid, sigmoid_into, sigmoid_owned, Func::Sigmoid, sigmoid, "the logistic sigmoid";
     tanh, tanh_into, tanh_owned, Func::Tanh, tanh, "the hyperbolic tangent";
     silu, silu_into, silu_owned, Func::Silu, silu, "SiLU, `x * sigmoid(x)`";
-    exp, exp_into, exp_owned, Func::Exp, exp, "`e^x` (fast: the degree-3 fast exp)";
+    exp, exp_into, exp_owned, Func::Exp, exp, "`e^x` (fast: the degree-3 fast exp, its input clamped to `[-87.3, 88.3]`, so `exp(+inf)` is about `2.2e38`, not `+inf`)";
     log, log_into, log_owned, Func::Log, log, "the natural logarithm";
     erf, erf_into, erf_owned, Func::Erf, erf, "the error function";
 }

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use super::walk::smallest_stride_axis;
 use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
 use crate::error::same_shape;
+use crate::ops::nan::mul_in_place_on;
 use crate::rows::{with_row, with_row_mut};
 use crate::{Element, Error, Func, Mode};
 
@@ -159,8 +160,13 @@ impl<M: Mode> Session<M> {
             Some(g) => self.kernel_into(func, g, out),
             None => self.kernel_in_place(func, out),
         }
-        for (o, u) in out.iter_mut().zip(up) {
-            *o *= *u;
+        // Exact mode: in the exact floating-point environment, a NaN product canonical.
+        if M::FAST {
+            for (o, u) in out.iter_mut().zip(up) {
+                *o *= *u;
+            }
+        } else {
+            mul_in_place_on::<M>(self.isa, out, up);
         }
     }
 

@@ -236,3 +236,145 @@ pub fn pinned_session<M: activation_kernels::Mode>(
 pub fn extensive() -> bool {
     std::env::var("AK_EXTENSIVE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
+
+/// The thread's MXCSR register (x86-64; `0x1F80`, the default, elsewhere).
+pub fn mxcsr() -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut v = 0u32;
+        // SAFETY: `stmxcsr` writes 4 bytes to the address of the local `v`.
+        unsafe {
+            std::arch::asm!("stmxcsr [{p}]", p = in(reg) &mut v as *mut u32, options(nostack));
+        }
+        v
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0x1F80
+    }
+}
+
+/// Sets the thread's MXCSR register (x86-64; nothing elsewhere).
+pub fn set_mxcsr(v: u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let v = v & 0xFFFF;
+        // SAFETY: `ldmxcsr` reads 4 bytes from the address of the local `v`; the reserved bits
+        // are clear, so it cannot fault.
+        unsafe {
+            std::arch::asm!("ldmxcsr [{p}]", p = in(reg) &v as *const u32, options(nostack, readonly));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = v;
+    }
+}
+
+/// The default MXCSR: every exception masked, round to nearest, FTZ and DAZ off.
+pub const MXCSR_DEFAULT: u32 = 0x1F80;
+/// Flush-to-zero and denormals-are-zero on (what `-Ofast` and `set_flush_denormal` set).
+pub const MXCSR_FTZ_DAZ: u32 = MXCSR_DEFAULT | 0x8040;
+/// Round toward zero.
+pub const MXCSR_TOWARD_ZERO: u32 = MXCSR_DEFAULT | 0x6000;
+
+/// Runs `f` with the thread's MXCSR set to `v`, then restores the previous value (also when
+/// `f` panics).
+pub fn with_mxcsr<R>(v: u32, f: impl FnOnce() -> R) -> R {
+    struct Restore(u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_mxcsr(self.0);
+        }
+    }
+    let _restore = Restore(mxcsr());
+    set_mxcsr(v);
+    f()
+}
+
+/// The single-value exact function of `func`.
+pub fn scalar_fn(func: Func) -> ScalarFn {
+    use activation_kernels::exact;
+    match func {
+        Func::Exp => exact::exp,
+        Func::ExpNonPositive => exact::exp_nonpositive,
+        Func::Log => exact::log,
+        Func::Sigmoid => exact::sigmoid,
+        Func::Tanh => exact::tanh,
+        Func::Erf => exact::erf,
+        Func::OnePlusErf => exact::one_plus_erf,
+        Func::GeluErf => exact::gelu_erf,
+        Func::GeluTanh => exact::gelu_tanh,
+        Func::Silu => exact::silu,
+    }
+}
+
+/// The canonical NaN for any NaN, else `x`.
+pub fn canon(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::from_bits(0x7FC0_0000)
+    } else {
+        x
+    }
+}
+
+/// The canonical sum of exact mode, written out: 16 interleaved partials, then the tree.
+pub fn canonical_sum(v: impl Iterator<Item = f32>) -> f32 {
+    let mut p = [0f32; 16];
+    for (i, x) in v.enumerate() {
+        p[i % 16] += x;
+    }
+    for half in [8, 4, 2, 1] {
+        for j in 0..half {
+            p[j] += p[j + half];
+        }
+    }
+    p[0]
+}
+
+/// Exact layer norm of an ordinary row, written out in the canonical order.
+pub fn layer_norm_reference(x: &[f32], g: &[f32], b: &[f32], eps: f32) -> Vec<f32> {
+    let n = x.len() as f32;
+    let mean = canonical_sum(x.iter().copied()) / n;
+    let var = canonical_sum(x.iter().map(|&v| (v - mean) * (v - mean))) / n;
+    let sd = (var + eps).sqrt();
+    x.iter()
+        .zip(g)
+        .zip(b)
+        .map(|((&x, &g), &b)| canon((x - mean) / sd * g + b))
+        .collect()
+}
+
+/// Exact softmax of a row written out (a fully masked row gives zeros, a NaN row NaNs).
+pub fn softmax_reference(row: &[f32]) -> Vec<f32> {
+    if row.iter().any(|x| x.is_nan()) {
+        return vec![canon(f32::NAN); row.len()];
+    }
+    let m = row
+        .iter()
+        .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+    if m == f32::NEG_INFINITY {
+        return vec![0.0; row.len()];
+    }
+    let e: Vec<f32> = row
+        .iter()
+        .map(|&x| activation_kernels::exact::exp_nonpositive(if x == m { 0.0 } else { x - m }))
+        .collect();
+    let s = canonical_sum(e.iter().copied());
+    e.iter().map(|&e| e / s).collect()
+}
+
+/// Exact `a b` written out: each element from `+0`, in increasing k, a product then a sum.
+pub fn gemm_reference(
+    a: &ndarray::ArrayRef2<f32>,
+    b: &ndarray::ArrayRef2<f32>,
+) -> ndarray::Array2<f32> {
+    ndarray::Array2::from_shape_fn((a.nrows(), b.ncols()), |(i, j)| {
+        let mut acc = 0.0f32;
+        for k in 0..a.ncols() {
+            let p = a[[i, k]] * b[[k, j]];
+            acc += p;
+        }
+        canon(acc)
+    })
+}

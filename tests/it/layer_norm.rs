@@ -5,31 +5,6 @@ use crate::common::*;
 use activation_kernels::{Error, Exact, Isa, Session};
 use ndarray::{Array1, Array2, Array3, s};
 
-fn canonical(v: impl Iterator<Item = f32>) -> f32 {
-    let mut p = [0f32; 16];
-    for (i, x) in v.enumerate() {
-        p[i % 16] += x;
-    }
-    for half in [8, 4, 2, 1] {
-        for j in 0..half {
-            p[j] += p[j + half];
-        }
-    }
-    p[0]
-}
-
-fn reference_row(x: &[f32], g: &[f32], b: &[f32], eps: f32) -> Vec<f32> {
-    let n = x.len() as f32;
-    let mean = canonical(x.iter().copied()) / n;
-    let var = canonical(x.iter().map(|&v| (v - mean) * (v - mean))) / n;
-    let sd = (var + eps).sqrt();
-    x.iter()
-        .zip(g)
-        .zip(b)
-        .map(|((&x, &g), &b)| (x - mean) / sd * g + b)
-        .collect()
-}
-
 #[test]
 fn exact_layer_norm_follows_the_canonical_order_on_every_isa_and_thread_count() {
     let mut rng = Rng(11);
@@ -42,7 +17,7 @@ fn exact_layer_norm_follows_the_canonical_order_on_every_isa_and_thread_count() 
             .rows()
             .into_iter()
             .flat_map(|r| {
-                reference_row(
+                layer_norm_reference(
                     r.as_slice().unwrap(),
                     g.as_slice().unwrap(),
                     b.as_slice().unwrap(),
@@ -110,4 +85,94 @@ fn layer_norm_is_accurate_in_both_modes() {
         Session::exact().layer_norm(&mut y, &bad, &b, 1e-5),
         Err(Error::ShapeMismatch { .. })
     ));
+}
+
+/// `((x - mean) / sqrt(var + eps)) * g + b` in f64.
+fn reference_f64(x: &[f32], g: &[f32], b: &[f32], eps: f32) -> Vec<f64> {
+    let n = x.len() as f64;
+    let mean = x.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+    let var = x
+        .iter()
+        .map(|&v| (f64::from(v) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    let sd = (var + f64::from(eps)).sqrt();
+    x.iter()
+        .zip(g)
+        .zip(b)
+        .map(|((&x, &g), &b)| (f64::from(x) - mean) / sd * f64::from(g) + f64::from(b))
+        .collect()
+}
+
+#[test]
+fn rows_whose_sums_overflow_or_squares_underflow_are_normalised_right() {
+    let mut rng = Rng(13);
+    let mut rows: Vec<(&str, Vec<f32>, f32)> = Vec::new();
+    for n in [2usize, 17, 64, 1000] {
+        let sign = |i: usize| if i.is_multiple_of(2) { 1.0 } else { -1.0 };
+        let big: Vec<f32> = (0..n)
+            .map(|i| sign(i) * rng.uniform(0.5, 1.0) * 1e18)
+            .collect();
+        rows.push(("+-1e18", big, 1e-5));
+        let huge: Vec<f32> = (0..n)
+            .map(|i| sign(i / 3) * rng.uniform(0.2, 1.0) * 3.4e38)
+            .collect();
+        rows.push(("+-3e38", huge, 1e-5));
+        let mut one_huge: Vec<f32> = rng.vec(n, -2.0, 2.0);
+        one_huge[n / 2] = 3e38;
+        rows.push(("one 3e38 among small", one_huge, 1e-5));
+        let tiny: Vec<f32> = (0..n)
+            .map(|_| {
+                let r = rng.next_u64();
+                let v = f32::from_bits((r % 0x0010_0000) as u32);
+                if r >> 63 == 0 { v } else { -v }
+            })
+            .collect();
+        rows.push(("subnormals, eps 0", tiny.clone(), 0.0));
+        rows.push(("subnormals, eps 1e-30", tiny, 1e-30));
+        let small: Vec<f32> = rng.vec(n, -1.0, 1.0).iter().map(|v| v * 1e-25).collect();
+        rows.push(("1e-25, eps 0", small, 0.0));
+        rows.push(("constant 1e30", vec![1e30; n], 1e-5));
+        // An ordinary row (the unscaled path, bits as before): the mean's rounding error over
+        // sqrt(eps) is up to about 2e-5 at n = 1000.
+        rows.push(("constant 0.1", vec![0.1; n], 1e-5));
+    }
+    let tol = |what: &str| if what == "constant 0.1" { 1e-4 } else { 1e-5 };
+    for (what, x, eps) in rows {
+        let n = x.len();
+        let g = Array1::from(rng.vec(n, 0.5, 1.5));
+        let b = Array1::from(rng.vec(n, -0.5, 0.5));
+        let want = reference_f64(&x, g.as_slice().unwrap(), b.as_slice().unwrap(), eps);
+        let xa = Array2::from_shape_vec((1, n), x.clone()).unwrap();
+        let mut first: Option<Vec<u32>> = None;
+        for isa in Isa::available() {
+            for threads in [1, 2] {
+                let mut y = xa.clone();
+                pinned_session::<Exact>(isa, threads)
+                    .layer_norm(&mut y, &g, &b, eps)
+                    .unwrap();
+                for (j, (&y, &w)) in y.iter().zip(&want).enumerate() {
+                    assert!(
+                        (f64::from(y) - w).abs() <= tol(what) * w.abs().max(1.0),
+                        "{what} n {n} {isa}: y[{j}] = {y} want {w}"
+                    );
+                }
+                let bits = bits(&y);
+                match &first {
+                    None => first = Some(bits),
+                    Some(f) => assert_eq!(f, &bits, "{what} n {n} {isa} {threads}"),
+                }
+                let mut yf = xa.clone();
+                pinned_session::<activation_kernels::Fast>(isa, threads)
+                    .layer_norm(&mut yf, &g, &b, eps)
+                    .unwrap();
+                for (j, (&y, &w)) in yf.iter().zip(&want).enumerate() {
+                    assert!(
+                        (f64::from(y) - w).abs() <= tol(what) * w.abs().max(1.0),
+                        "fast {what} n {n} {isa}: y[{j}] = {y} want {w}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -7,6 +7,7 @@
 mod common;
 
 mod attention;
+mod canonical_nan;
 mod capi;
 mod cross_isa;
 mod epilogue;
@@ -14,9 +15,11 @@ mod exact_golden;
 mod exact_properties;
 mod exhaustive;
 mod fast_kernels;
+mod fp_environment;
 mod gemm;
 mod isa_env;
 mod layer_norm;
+mod properties;
 mod session_elementwise;
 mod softmax;
 mod taylor_catalogue;

@@ -72,7 +72,7 @@ fn pow2i(k: i32) -> f32 {
 #[inline]
 pub fn expf(x: f32) -> f32 {
     if x.is_nan() {
-        return f32::NAN;
+        return crate::ops::CANONICAL_NAN;
     }
     if x > OVERFLOW {
         return f32::INFINITY;

@@ -1,0 +1,98 @@
+//! The canonical NaN at the stores of exact mode that no element-wise kernel covers: a tile of
+//! a matrix product after its epilogue (`inf * 0`, `inf - inf` and NaN payloads of the
+//! operands come out of IEEE arithmetic as whatever NaN the hardware makes, `0xFFC00000` on
+//! x86-64 or the payload passed through), and the product of a gated form.
+//!
+//! One compare and one select per stored element. Fast mode stores what the hardware made.
+
+use super::map::map_registers_in_place;
+use super::nan_where_nan;
+use crate::lanes::{Lanes, Supported, WithLanes};
+use crate::mode::Mode;
+
+/// Replaces every NaN of `data` with the canonical NaN, a register at a time.
+#[inline(always)]
+pub fn canonical_nan_lanes<L: Lanes>(l: L, data: &mut [f32]) {
+    map_registers_in_place(l, data, |x| nan_where_nan(l, x, x));
+}
+
+/// `out[i] = out[i] * up[i]`, a NaN product canonical in exact mode (equal lengths).
+#[inline(always)]
+fn mul_lanes<L: Lanes, M: Mode>(l: L, out: &mut [f32], up: &[f32]) {
+    let w = L::WIDTH;
+    for (o, u) in out.chunks_mut(w).zip(up.chunks(w)) {
+        let p = l.mul(l.load_partial(o, 0.0), l.load_partial(u, 0.0));
+        let p = if M::FAST { p } else { nan_where_nan(l, p, p) };
+        l.store_partial(p, o);
+    }
+}
+
+struct MulRow<'a, M> {
+    out: &'a mut [f32],
+    up: &'a [f32],
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> WithLanes for MulRow<'_, M> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        mul_lanes::<L, M>(l, self.out, self.up)
+    }
+}
+
+/// `out[i] *= up[i]` in mode `M` on `isa`: in exact mode in the exact floating-point
+/// environment and with a canonical NaN. `up` has `out`'s length (the caller checks it).
+pub fn mul_in_place_on<M: Mode>(isa: Supported, out: &mut [f32], up: &[f32]) {
+    debug_assert_eq!(out.len(), up.len());
+    isa.dispatch(MulRow::<M> {
+        out,
+        up,
+        mode: core::marker::PhantomData,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::Isa;
+    use crate::mode::{Exact, Fast};
+    use crate::ops::CANONICAL_NAN;
+
+    #[test]
+    fn nan_payloads_and_inf_times_zero_become_canonical_in_exact_mode() {
+        let up = [0.0f32, 2.0, 1.0, -3.0, 0.0, 1.0, 5.0];
+        for isa in Isa::available() {
+            let isa = isa.supported().unwrap();
+            let mut out = [
+                f32::INFINITY,
+                f32::from_bits(0x7FC0_1234),
+                f32::from_bits(0xFFC0_0000),
+                1.5,
+                f32::NEG_INFINITY,
+                f32::from_bits(0x7F80_0001),
+                -0.5,
+            ];
+            let mut fast = out;
+            mul_in_place_on::<Exact>(isa, &mut out, &up);
+            let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+            let canon = CANONICAL_NAN.to_bits();
+            assert_eq!(
+                bits,
+                [
+                    canon,
+                    canon,
+                    canon,
+                    (-4.5f32).to_bits(),
+                    canon,
+                    canon,
+                    (-2.5f32).to_bits()
+                ],
+                "{isa:?}"
+            );
+            mul_in_place_on::<Fast>(isa, &mut fast, &up);
+            assert!(fast[0].is_nan() && fast[3] == -4.5, "{isa:?}");
+        }
+    }
+}
