@@ -41,14 +41,27 @@
 mod driver;
 mod kernel;
 mod pack;
+mod packed;
 
 use crate::epilogue::TileEpilogue;
 use crate::lanes::Supported;
 use crate::{Error, Isa, Mode};
 use driver::{Blocking, gemm_with};
-use kernel::{Mr4Nv4, Mr6Nv2, Mr14Nv2};
+use kernel::{MicroKernel, Mr4Nv4, Mr6Nv2, Mr14Nv2};
 
 pub(crate) use driver::Item;
+pub(crate) use packed::{Operand, operand};
+pub use packed::{PackedMatrix, Rhs};
+
+/// Columns of the B panels the GEMM of `isa` reads (its microkernel's `NV` registers).
+pub(crate) fn panel_width(isa: Isa) -> usize {
+    let nv = match isa {
+        Isa::Avx512 => Mr14Nv2::NV,
+        Isa::Avx2 | Isa::Sse2 => Mr6Nv2::NV,
+        Isa::Scalar => Mr4Nv4::NV,
+    };
+    nv * isa.width()
+}
 
 /// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension) in mode `M`
 /// on `isa`, with the microkernel of the instruction set; the tiles are spread over the current
@@ -63,6 +76,11 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
     batched: bool,
 ) -> Result<(), Error> {
     let width = isa.isa().width();
+    for item in &items {
+        if let Operand::Packed(p) = item.b {
+            p.check_isa(isa.isa())?;
+        }
+    }
     match isa.isa() {
         Isa::Avx512 => {
             let blk = Blocking::of::<Mr14Nv2>(width);
