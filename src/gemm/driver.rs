@@ -369,17 +369,39 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
         });
     }
     let mut tile = tile_view(cbuf, h, w, ldc)?;
-    if pass.last {
-        if pass.batched {
-            pass.epilogue
-                .apply_batched(t.batch, &mut tile, t.row0, t.col0);
-        } else {
-            pass.epilogue.apply(&mut tile, t.row0, t.col0);
-        }
-    }
-    store_tile(&tile, &mut t.c);
+    finish_tile::<M, E>(
+        pass.epilogue,
+        pass.batched,
+        pass.last,
+        (t.batch, t.row0, t.col0),
+        &mut tile,
+        &mut t.c,
+    );
     SCRATCH.set(scratch);
     Ok(())
+}
+
+/// The end of every tile of C (the GEMM's and the GEMV's): the epilogue when the tile has all
+/// of K (`last`), then the copy to C. `at` is `(batch, row0, col0)`. Generic over the mode for
+/// what exact mode does to a finished tile before it is stored.
+#[allow(clippy::extra_unused_type_parameters)]
+pub(crate) fn finish_tile<M: Mode, E: TileEpilogue + ?Sized>(
+    epilogue: &E,
+    batched: bool,
+    last: bool,
+    (batch, row0, col0): (usize, usize, usize),
+    tile: &mut ArrayViewMut2<'_, f32>,
+    c: &mut ArrayViewMut2<'_, f32>,
+) {
+    if last {
+        if batched {
+            epilogue.apply_batched(batch, tile, row0, col0);
+        } else {
+            epilogue.apply(tile, row0, col0);
+        }
+    }
+    // The finished tile, after its epilogue: the one place before it reaches C.
+    store_tile(tile, c);
 }
 
 /// `c = tile`: row by row where the rows of C are contiguous, else through ndarray.
@@ -398,7 +420,7 @@ fn store_tile(tile: &ArrayViewMut2<'_, f32>, c: &mut ArrayViewMut2<'_, f32>) {
 }
 
 /// The `h x w` tile at the start of `buf`, rows `ldc` apart.
-fn tile_view(
+pub(crate) fn tile_view(
     buf: &mut [f32],
     h: usize,
     w: usize,

@@ -39,6 +39,7 @@
 //! and a packed B buffer of up to 4 MB between calls.
 
 mod driver;
+mod gemv;
 mod kernel;
 mod pack;
 mod packed;
@@ -80,6 +81,9 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
         if let Operand::Packed(p) = item.b {
             p.check_isa(isa.isa())?;
         }
+    }
+    if k > 0 && gemv::applies(&items) {
+        return gemv::gemv::<M, E>(isa, parallel, items, epilogue, batched);
     }
     match isa.isa() {
         Isa::Avx512 => {
