@@ -492,19 +492,21 @@ impl<M: Mode> Session<M> {
         let mut state = vec![OnlineSoftmax::new(); rows];
         out.fill(0.0);
         let mut part = Array2::<f32>::zeros((rows, v.ncols()));
+        // One scores buffer and one rescale vector for every key tile of the block.
+        let mut buf = vec![0f32; rows * key_block.min(end)];
+        let mut rescale = vec![1f32; rows];
         let mut k0 = 0;
         while k0 < end {
             let k1 = (k0 + key_block).min(end);
-            let mut scores = vec![0f32; rows * (k1 - k0)];
-            let mut p = matrix(&mut scores, rows, k1 - k0)?;
+            let scores = &mut buf[..rows * (k1 - k0)];
+            let mut p = matrix(scores, rows, k1 - k0)?;
             self.matmul_into(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &Identity)?;
-            let mut rescale = vec![1f32; rows];
             for (i, (row, st)) in scores.chunks_exact_mut(k1 - k0).zip(&mut state).enumerate() {
                 rescale[i] = plan.with_row_mask((b, h, q0 + i), (k0, k1), |mask| {
                     st.update::<M>(self.isa, row, plan.scale, mask)
                 });
             }
-            let p = matrix(&mut scores, rows, k1 - k0)?;
+            let p = matrix(scores, rows, k1 - k0)?;
             self.matmul_into(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
             for ((mut o, pr), r) in out.rows_mut().into_iter().zip(part.rows()).zip(&rescale) {
                 o.zip_mut_with(&pr, |o, &x| *o = *o * *r + x);
