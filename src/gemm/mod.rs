@@ -32,6 +32,14 @@
 //! the shapes and the instruction set only; the caller decides whether they are spread over
 //! threads.
 //!
+//! # Prepacked B and one-row products
+//!
+//! A [`PackedMatrix`] holds B already in the B panel layout of one instruction set (its
+//! microkernel's `NR`, K super-blocks of 4096): the driver reads its panels instead of packing,
+//! so the bits are those of the same product with the view. A product with one row of A (a
+//! decode step) goes to `gemv.rs` when B is packed or has contiguous rows: B streamed once,
+//! the same sequential sums.
+//!
 //! # Memory
 //!
 //! Packed B for up to 4096 rows of K and a bounded number of columns (at most 2^22 values,
