@@ -2,6 +2,8 @@
 //! the fast GEMM of the same run. Throughput is in FLOPs (2 * seq^2 * head_dim per head for
 //! each of the two products, halved for causal), so criterion's elements/s is FLOP/s.
 //!
+//! Then decode: one query per head against a KV cache of 4096 keys (`attention-decode`).
+//!
 //! ```text
 //! cargo bench --bench attention
 //! ```
@@ -55,6 +57,28 @@ fn attention(c: &mut Criterion) {
     g.bench_function("fast-gemm", |b| {
         b.iter(|| {
             f.matmul_into(black_box(&a), &bm, &mut cm, &Identity)
+                .unwrap()
+        })
+    });
+    g.finish();
+    // Decode: one query per head against a KV cache of 4096 keys (12 heads, head_dim 64).
+    let cache = 4096;
+    let kc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 6)).unwrap();
+    let vc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 7)).unwrap();
+    let q1 = Array4::from_shape_vec((1, heads, 1, dim), data(heads * dim, 8)).unwrap();
+    let mut o1 = Array4::<f32>::zeros((1, heads, 1, dim));
+    let mut g = c.benchmark_group(format!("attention-decode/12x{cache}x64"));
+    g.throughput(Throughput::Elements((heads * 2 * 2 * cache * dim) as u64));
+    g.sample_size(20);
+    g.bench_function("exact", |b| {
+        b.iter(|| {
+            e.attention_into(black_box(&q1), &kc, &vc, &mut o1, &opts)
+                .unwrap()
+        })
+    });
+    g.bench_function("fast", |b| {
+        b.iter(|| {
+            f.attention_into(black_box(&q1), &kc, &vc, &mut o1, &opts)
                 .unwrap()
         })
     });

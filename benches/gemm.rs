@@ -9,8 +9,16 @@
 //!   `matrixmultiply::sgemm` for `f32`: the same code, behind a safe interface).
 //! * `exact-<isa>-2t`, `fast-<isa>-2t`, `fast-bias-gelu-2t`: a session with two threads.
 //!
+//!
+//! Then the transformer block's shapes (`gemm-block/<m>x<k>x<n>`, B packed once as the block's
+//! weights are: `exact`, `fast`, `exact-2t`, `fast-2t`, beside `matrixmultiply`), and the
+//! one-row products of a decode step (`gemv/1x<k>x<n>`: `exact`, `fast` with packed B,
+//! `fast-rows` with B as a plain C-order array, beside `stream`, a sum of every weight: the time
+//! to read them once).
+//!
 //! ```text
 //! cargo bench --bench gemm -- --warm-up-time 1 --measurement-time 5
+//! cargo bench --bench gemm -- gemm-block
 //! ```
 
 use activation_kernels::epilogue::{Bias, Identity, TileEpilogue};
@@ -20,8 +28,21 @@ use ndarray::Array2;
 
 const N: usize = 1024;
 
+/// The block's products, `m x k x n`, and 1024^3.
+const BLOCK_SHAPES: [(usize, usize, usize); 5] = [
+    (256, 768, 2304),
+    (256, 768, 768),
+    (256, 768, 3072),
+    (256, 3072, 768),
+    (1024, 1024, 1024),
+];
+
 fn matrix(seed: u64) -> Array2<f32> {
-    Array2::from_shape_fn((N, N), |(i, j)| {
+    values(N, N, seed)
+}
+
+fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {
+    Array2::from_shape_fn((r, c), |(i, j)| {
         let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5
     })
@@ -98,5 +119,63 @@ fn bench_gemm(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_gemm);
+fn bench_block_shapes(c: &mut Criterion) {
+    let best = Isa::detect();
+    let exact = session::<Exact>(best, 1);
+    let fast = session::<Fast>(best, 1);
+    let exact2 = session::<Exact>(best, 2).with_parallel_threshold(0);
+    let fast2 = session::<Fast>(best, 2).with_parallel_threshold(0);
+    for (m, k, n) in BLOCK_SHAPES {
+        let a = values(m, k, 1);
+        let b = values(k, n, 2);
+        let packed = exact.pack(&b).unwrap();
+        let mut out = Array2::<f32>::zeros((m, n));
+        let mut g = c.benchmark_group(format!("gemm-block/{m}x{k}x{n}"));
+        g.throughput(Throughput::Elements(2 * (m * k * n) as u64));
+        g.sample_size(10);
+        g.bench_function("exact", |bench| {
+            bench.iter(|| exact.matmul_into(&a, &packed, black_box(&mut out), &Identity))
+        });
+        g.bench_function("fast", |bench| {
+            bench.iter(|| fast.matmul_into(&a, &packed, black_box(&mut out), &Identity))
+        });
+        g.bench_function("exact-2t", |bench| {
+            bench.iter(|| exact2.matmul_into(&a, &packed, black_box(&mut out), &Identity))
+        });
+        g.bench_function("fast-2t", |bench| {
+            bench.iter(|| fast2.matmul_into(&a, &packed, black_box(&mut out), &Identity))
+        });
+        g.bench_function("matrixmultiply", |bench| {
+            bench.iter(|| ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, black_box(&mut out)))
+        });
+        g.finish();
+    }
+}
+
+fn bench_gemv(c: &mut Criterion) {
+    let best = Isa::detect();
+    let exact = session::<Exact>(best, 1);
+    let fast = session::<Fast>(best, 1);
+    for (k, n) in [(768, 2304), (768, 3072), (3072, 768)] {
+        let a = values(1, k, 1);
+        let b = values(k, n, 2);
+        let packed = exact.pack(&b).unwrap();
+        let mut out = Array2::<f32>::zeros((1, n));
+        let mut g = c.benchmark_group(format!("gemv/1x{k}x{n}"));
+        g.throughput(Throughput::Bytes(4 * (k * n) as u64));
+        g.bench_function("exact", |bench| {
+            bench.iter(|| exact.matmul_into(&a, &packed, black_box(&mut out), &Identity))
+        });
+        g.bench_function("fast", |bench| {
+            bench.iter(|| fast.matmul_into(&a, &packed, black_box(&mut out), &Identity))
+        });
+        g.bench_function("fast-rows", |bench| {
+            bench.iter(|| fast.matmul_into(&a, &b, black_box(&mut out), &Identity))
+        });
+        g.bench_function("stream", |bench| bench.iter(|| black_box(&b).sum()));
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench_gemm, bench_block_shapes, bench_gemv);
 criterion_main!(benches);

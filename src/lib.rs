@@ -39,6 +39,7 @@ pub mod fast;
 
 pub use element::Element;
 pub use error::Error;
+pub use gemm::{PackedMatrix, Rhs};
 pub use lanes::Isa;
 pub use mode::{Exact, Fast, Mode};
 pub use ops::exp::taylor;

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use activation_kernels::AttentionOptions;
 use activation_kernels::epilogue::{Bias, Chain, Residual};
-use activation_kernels::{Error, Func, Mode, Session};
+use activation_kernels::{Error, Func, Mode, PackedMatrix, Session};
 use ndarray::{Array1, Array2, Array4, ArrayView2, s};
 
 /// The block's sizes.
@@ -102,6 +102,25 @@ impl Weights {
     }
 }
 
+/// The four weight matrices packed once for a session's GEMM, as a model holds them.
+pub struct Packed {
+    pub w_qkv: PackedMatrix,
+    pub w_o: PackedMatrix,
+    pub w_up: PackedMatrix,
+    pub w_down: PackedMatrix,
+}
+
+impl Packed {
+    pub fn new<M: Mode>(s: &Session<M>, w: &Weights) -> Result<Packed, Error> {
+        Ok(Packed {
+            w_qkv: s.pack(&w.w_qkv)?,
+            w_o: s.pack(&w.w_o)?,
+            w_up: s.pack(&w.w_up)?,
+            w_down: s.pack(&w.w_down)?,
+        })
+    }
+}
+
 fn pow2_near(x: f32) -> f32 {
     2f32.powi(x.log2().round() as i32)
 }
@@ -131,11 +150,25 @@ impl Timings {
 
 pub const LN_EPS: f32 = 1e-5;
 
-/// The block in f32 through `session`: returns the output `[tokens, d_model]`.
+/// The block in f32 through `session`: returns the output `[tokens, d_model]`. Packs the
+/// weights (untimed), then [`forward_packed`]. (For the tests; the example packs once.)
+#[allow(dead_code)]
 pub fn forward<M: Mode>(
     s: &Session<M>,
     c: &Config,
     w: &Weights,
+    x: &Array2<f32>,
+    t: &mut Timings,
+) -> Result<Array2<f32>, Error> {
+    forward_packed(s, c, w, &Packed::new(s, w)?, x, t)
+}
+
+/// The block with the weight matrices packed once (`p`, from `w`); vectors from `w`.
+pub fn forward_packed<M: Mode>(
+    s: &Session<M>,
+    c: &Config,
+    w: &Weights,
+    p: &Packed,
     x: &Array2<f32>,
     t: &mut Timings,
 ) -> Result<Array2<f32>, Error> {
@@ -146,7 +179,7 @@ pub fn forward<M: Mode>(
     })?;
     let mut qkv = Array2::<f32>::zeros((c.tokens(), 3 * d));
     t.time("qkv projection + bias", || {
-        s.matmul_into(&h, &w.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
+        s.matmul_into(&h, &p.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
     })?;
     // [tokens, 3d] as [batch, seq, 3, heads, hd], then q, k, v as [batch, heads, seq, hd] views.
     let qkv5 = qkv
@@ -170,7 +203,7 @@ pub fn forward<M: Mode>(
     t.time("output projection + bias + residual", || {
         s.matmul_into(
             &attn,
-            &w.w_o,
+            &p.w_o,
             &mut x1,
             &Chain(Bias::per_column(w.b_o.view()), Residual::new(x.view())),
         )
@@ -183,7 +216,7 @@ pub fn forward<M: Mode>(
     t.time("mlp up + bias + gelu", || {
         s.matmul_into(
             &h2,
-            &w.w_up,
+            &p.w_up,
             &mut u,
             &s.bias_activation(Bias::per_column(w.b_up.view()), Func::GeluErf),
         )
@@ -192,7 +225,130 @@ pub fn forward<M: Mode>(
     t.time("mlp down + bias + residual", || {
         s.matmul_into(
             &u,
-            &w.w_down,
+            &p.w_down,
+            &mut y,
+            &Chain(Bias::per_column(w.b_down.view()), Residual::new(x1.view())),
+        )
+    })?;
+    Ok(y)
+}
+
+/// The keys and values of the tokens seen so far, `[1, heads, capacity, head_dim]` each, the
+/// first `len` positions filled: the state of decoding one token at a time (batch 1).
+pub struct KvCache {
+    pub k: Array4<f32>,
+    pub v: Array4<f32>,
+    pub len: usize,
+}
+
+/// The cache after the first `n` tokens of `x` (`[seq, d_model]`, batch 1), with room for
+/// `x.nrows()` positions.
+pub fn prefill<M: Mode>(
+    s: &Session<M>,
+    c: &Config,
+    w: &Weights,
+    p: &Packed,
+    x: &Array2<f32>,
+    n: usize,
+) -> Result<KvCache, Error> {
+    let (d, hd) = (c.d_model, c.d_model / c.heads);
+    let mut h = x.slice(s![..n, ..]).to_owned();
+    s.layer_norm(&mut h, &w.ln1_g, &w.ln1_b, LN_EPS)?;
+    let mut qkv = Array2::<f32>::zeros((n, 3 * d));
+    s.matmul_into(&h, &p.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))?;
+    let mut cache = KvCache {
+        k: Array4::zeros((1, c.heads, x.nrows(), hd)),
+        v: Array4::zeros((1, c.heads, x.nrows(), hd)),
+        len: n,
+    };
+    for (part, dst) in [(1, &mut cache.k), (2, &mut cache.v)] {
+        let src = qkv
+            .view()
+            .into_shape_with_order((n, 3, c.heads, hd))
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        dst.slice_mut(s![0, .., ..n, ..])
+            .assign(&src.slice(s![.., part, .., ..]).permuted_axes([1, 0, 2]));
+    }
+    Ok(cache)
+}
+
+/// One new token `x` (`[1, d_model]`) through the block against `cache` (its key and value
+/// appended): the decode step of a model. Returns its output `[1, d_model]`.
+pub fn decode_step<M: Mode>(
+    s: &Session<M>,
+    c: &Config,
+    w: &Weights,
+    p: &Packed,
+    x: &Array2<f32>,
+    cache: &mut KvCache,
+    t: &mut Timings,
+) -> Result<Array2<f32>, Error> {
+    let (d, hd) = (c.d_model, c.d_model / c.heads);
+    let mut h = x.clone();
+    t.time("layernorm 1", || {
+        s.layer_norm(&mut h, &w.ln1_g, &w.ln1_b, LN_EPS)
+    })?;
+    let mut qkv = Array2::<f32>::zeros((1, 3 * d));
+    t.time("qkv projection + bias", || {
+        s.matmul_into(&h, &p.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
+    })?;
+    let n = cache.len;
+    let qkv3 = qkv
+        .view()
+        .into_shape_with_order((3, c.heads, hd))
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let mut attn = Array2::<f32>::zeros((1, d));
+    t.time("attention against the cache", || {
+        cache
+            .k
+            .slice_mut(s![0, .., n, ..])
+            .assign(&qkv3.slice(s![1, .., ..]));
+        cache
+            .v
+            .slice_mut(s![0, .., n, ..])
+            .assign(&qkv3.slice(s![2, .., ..]));
+        let q = qkv3.slice(s![0, .., ..]).insert_axis(ndarray::Axis(0));
+        let q = q.insert_axis(ndarray::Axis(2));
+        let mut o = attn
+            .view_mut()
+            .into_shape_with_order((1, c.heads, 1, hd))
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        s.attention_into(
+            &q,
+            &cache.k.slice(s![.., .., ..n + 1, ..]),
+            &cache.v.slice(s![.., .., ..n + 1, ..]),
+            &mut o,
+            &AttentionOptions::default().causal(),
+        )
+    })?;
+    cache.len = n + 1;
+    let mut x1 = Array2::<f32>::zeros((1, d));
+    t.time("output projection + bias + residual", || {
+        s.matmul_into(
+            &attn,
+            &p.w_o,
+            &mut x1,
+            &Chain(Bias::per_column(w.b_o.view()), Residual::new(x.view())),
+        )
+    })?;
+    let mut h2 = x1.clone();
+    t.time("layernorm 2", || {
+        s.layer_norm(&mut h2, &w.ln2_g, &w.ln2_b, LN_EPS)
+    })?;
+    let mut u = Array2::<f32>::zeros((1, c.d_ff));
+    t.time("mlp up + bias + gelu", || {
+        s.matmul_into(
+            &h2,
+            &p.w_up,
+            &mut u,
+            &s.bias_activation(Bias::per_column(w.b_up.view()), Func::GeluErf),
+        )
+    })?;
+    let mut y = Array2::<f32>::zeros((1, d));
+    t.time("mlp down + bias + residual", || {
+        s.matmul_into(
+            &u,
+            &p.w_down,
             &mut y,
             &Chain(Bias::per_column(w.b_down.view()), Residual::new(x1.view())),
         )

@@ -1,71 +1,99 @@
-//! One pre-LayerNorm transformer block (GPT-2 small by default) in exact and fast mode: time per
-//! stage, tokens per second, |exact - fast|, the error of each against an f64 run of the same
-//! block, and the SHA-256 of the exact output, which is the same on every machine.
+//! One pre-LayerNorm transformer block (GPT-2 small by default) in exact and fast mode: the
+//! median time per stage over `--reps` runs after a warm-up, tokens per second, |exact - fast|,
+//! the error of each against an f64 run of the same block, and the SHA-256 of the exact output,
+//! which is the same on every machine. The weight matrices are packed once per mode, untimed,
+//! as a model holds them.
 //!
 //! ```text
 //! cargo run --release --example transformer_block
 //! cargo run --release --example transformer_block -- --mode exact --isa sse2 --threads 1
+//! cargo run --release --example transformer_block -- --decode --reps 50
+//! cargo run --release --example transformer_block -- --help
 //! ```
-//!
-//! Flags: `--d-model N --heads N --d-ff N --seq N --batch N --mode exact|fast|both --isa NAME
-//! --threads N --seed N --no-reference`.
 
 mod block;
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use activation_kernels::{Error, Exact, Fast, Isa, Mode, Session};
-use block::{Config, Timings, Weights, abs_diff, digest, forward, forward_f64, input};
-use ndarray::Array2;
+use block::{
+    Config, Packed, Timings, Weights, abs_diff, decode_step, digest, forward_f64, forward_packed,
+    input, prefill,
+};
+use clap::{Parser, ValueEnum};
+use ndarray::{Array2, s};
 
+/// One GPT-2-style transformer block in exact and fast mode, timed per stage.
+#[derive(Parser, Debug)]
+#[command(name = "transformer_block")]
 struct Args {
-    config: Config,
-    mode: String,
+    /// Model width.
+    #[arg(long, default_value_t = Config::GPT2_SMALL.d_model)]
+    d_model: usize,
+    /// Attention heads (a divisor of --d-model).
+    #[arg(long, default_value_t = Config::GPT2_SMALL.heads)]
+    heads: usize,
+    /// Width of the MLP.
+    #[arg(long, default_value_t = Config::GPT2_SMALL.d_ff)]
+    d_ff: usize,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = Config::GPT2_SMALL.seq)]
+    seq: usize,
+    /// Sequences.
+    #[arg(long, default_value_t = Config::GPT2_SMALL.batch)]
+    batch: usize,
+    /// Which modes to run.
+    #[arg(long, value_enum, default_value_t = Modes::Both)]
+    mode: Modes,
+    /// Instruction set: scalar, sse2, avx2 or avx512 (default: the best available).
+    #[arg(long)]
     isa: Option<Isa>,
+    /// Threads of the session (default: rayon's global pool).
+    #[arg(long)]
     threads: Option<usize>,
+    /// Seed of the weights and the input.
+    #[arg(long, default_value_t = 2024)]
     seed: u64,
-    reference: bool,
+    /// Timed runs after one warm-up; each stage's median is printed.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+    /// Time one new token against a KV cache of seq - 1 tokens (batch 1) instead of the
+    /// whole sequence.
+    #[arg(long)]
+    decode: bool,
+    /// Skip the f64 reference run.
+    #[arg(long)]
+    no_reference: bool,
 }
 
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        config: Config::GPT2_SMALL,
-        mode: "both".into(),
-        isa: None,
-        threads: None,
-        seed: 2024,
-        reference: true,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if flag == "--no-reference" {
-            a.reference = false;
-            continue;
-        }
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        let num = || {
-            value
-                .parse::<usize>()
-                .map_err(|e| format!("{flag} {value}: {e}"))
-        };
-        match flag.as_str() {
-            "--d-model" => a.config.d_model = num()?,
-            "--heads" => a.config.heads = num()?,
-            "--d-ff" => a.config.d_ff = num()?,
-            "--seq" => a.config.seq = num()?,
-            "--batch" => a.config.batch = num()?,
-            "--threads" => a.threads = Some(num()?),
-            "--seed" => a.seed = num()? as u64,
-            "--mode" if ["exact", "fast", "both"].contains(&value.as_str()) => a.mode = value,
-            "--isa" => a.isa = Some(value.parse().map_err(|e: Error| e.to_string())?),
-            _ => return Err(format!("unknown flag or value: {flag} {value}")),
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Modes {
+    Exact,
+    Fast,
+    Both,
+}
+
+impl Args {
+    fn config(&self) -> Config {
+        Config {
+            d_model: self.d_model,
+            heads: self.heads,
+            d_ff: self.d_ff,
+            seq: self.seq,
+            batch: self.batch,
         }
     }
-    if a.config.heads == 0 || !a.config.d_model.is_multiple_of(a.config.heads) {
-        return Err("--d-model must be a multiple of --heads".into());
+
+    fn check(&self) -> Result<(), String> {
+        if self.heads == 0 || !self.d_model.is_multiple_of(self.heads) {
+            return Err("--d-model must be a multiple of --heads".into());
+        }
+        if self.decode && (self.batch != 1 || self.seq < 1) {
+            return Err("--decode needs --batch 1 and --seq >= 1".into());
+        }
+        Ok(())
     }
-    Ok(a)
 }
 
 fn session<M: Mode>(a: &Args) -> Result<Session<M>, Error> {
@@ -79,39 +107,65 @@ fn session<M: Mode>(a: &Args) -> Result<Session<M>, Error> {
     Ok(s)
 }
 
-fn run<M: Mode>(a: &Args, w: &Weights, x: &Array2<f32>) -> Result<(Array2<f32>, Timings), Error> {
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// A warm-up run (page faults, thread pool start), then `reps` timed ones; prints each
+/// stage's median and the median total. Returns the output and the median total.
+fn run<M: Mode>(a: &Args, w: &Weights, x: &Array2<f32>) -> Result<(Array2<f32>, Duration), Error> {
+    let c = a.config();
     let s = session::<M>(a)?;
-    // One warm-up run (page faults, thread pool start), then the timed one.
-    forward(&s, &a.config, w, x, &mut Timings::default())?;
-    let mut t = Timings::default();
-    let y = forward(&s, &a.config, w, x, &mut t)?;
+    let p = Packed::new(&s, w)?;
+    let once = |t: &mut Timings| -> Result<Array2<f32>, Error> {
+        if a.decode {
+            // The cache of the first seq - 1 tokens, untimed; then the last token.
+            let mut cache = prefill(&s, &c, w, &p, x, c.seq - 1)?;
+            let last = x.slice(s![c.seq - 1.., ..]).to_owned();
+            decode_step(&s, &c, w, &p, &last, &mut cache, t)
+        } else {
+            forward_packed(&s, &c, w, &p, x, t)
+        }
+    };
+    once(&mut Timings::default())?;
+    let mut runs = Vec::new();
+    let mut y = None;
+    for _ in 0..a.reps {
+        let mut t = Timings::default();
+        y = Some(once(&mut t)?);
+        runs.push(t);
+    }
+    let y = y.expect("reps >= 1");
     println!(
-        "\n{} mode on {} ({} threads):",
+        "\n{} mode on {} ({} threads{}), median of {} runs:",
         M::NAME,
         s.isa(),
-        a.threads.map_or("pool".to_string(), |t| t.to_string())
+        a.threads.map_or("pool".to_string(), |t| t.to_string()),
+        if a.decode { ", decode" } else { "" },
+        a.reps
     );
-    for (name, d) in &t.stages {
+    for (i, (name, _)) in runs[0].stages.iter().enumerate() {
+        let d = median(runs.iter().map(|t| t.stages[i].1).collect());
         println!("  {name:38} {:9.3} ms", d.as_secs_f64() * 1e3);
     }
-    let total = t.total().as_secs_f64();
+    let total = median(runs.iter().map(Timings::total).collect());
+    let tokens = if a.decode { 1 } else { c.tokens() };
     println!(
         "  {:38} {:9.3} ms   {:.0} tokens/s",
         "total",
-        total * 1e3,
-        a.config.tokens() as f64 / total
+        total.as_secs_f64() * 1e3,
+        tokens as f64 / total.as_secs_f64()
     );
-    Ok((y, t))
+    Ok((y, total))
 }
 
 fn main() -> ExitCode {
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let a = Args::parse();
+    if let Err(e) = a.check() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     match body(&a) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -122,7 +176,7 @@ fn main() -> ExitCode {
 }
 
 fn body(a: &Args) -> Result<(), Error> {
-    let c = a.config;
+    let c = a.config();
     println!(
         "transformer block: d_model {}, {} heads, d_ff {}, seq {}, batch {}, seed {}; detected {}",
         c.d_model,
@@ -135,12 +189,12 @@ fn body(a: &Args) -> Result<(), Error> {
     );
     let w = Weights::new(&c, a.seed);
     let x = input(&c, a.seed);
-    let exact = if a.mode != "fast" {
+    let exact = if a.mode != Modes::Fast {
         Some(run::<Exact>(a, &w, &x)?)
     } else {
         None
     };
-    let fast = if a.mode != "exact" {
+    let fast = if a.mode != Modes::Exact {
         Some(run::<Fast>(a, &w, &x)?)
     } else {
         None
@@ -151,12 +205,17 @@ fn body(a: &Args) -> Result<(), Error> {
         println!("|exact - fast|: max {max:.3e}, mean {mean:.3e}");
         println!(
             "exact time / fast time: {:.2}",
-            te.total().as_secs_f64() / tf.total().as_secs_f64()
+            te.as_secs_f64() / tf.as_secs_f64()
         );
     }
-    if a.reference {
+    if !a.no_reference {
         let t = Instant::now();
         let r = forward_f64(&c, &w, &x);
+        let r = if a.decode {
+            r.slice(s![c.seq - 1.., ..]).to_owned()
+        } else {
+            r
+        };
         println!("f64 reference ({:.1} s):", t.elapsed().as_secs_f64());
         for (name, y) in [
             ("exact", exact.as_ref().map(|p| &p.0)),
@@ -169,7 +228,14 @@ fn body(a: &Args) -> Result<(), Error> {
         }
     }
     if let Some((e, _)) = &exact {
-        println!("\nSHA-256 of the exact output: {}", digest(e));
+        if a.decode {
+            println!(
+                "\nSHA-256 of the exact output of the new token: {}",
+                digest(e)
+            );
+        } else {
+            println!("\nSHA-256 of the exact output: {}", digest(e));
+        }
     }
     Ok(())
 }

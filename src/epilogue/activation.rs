@@ -168,13 +168,24 @@ impl<K: Kernel> WithLanes for ActivationRows<'_, '_, K> {
         } else {
             Axis(0)
         };
-        for (i, lane) in tile.lanes_mut(axis).into_iter().enumerate() {
-            with_row_mut(lane, |data| {
-                if let Some((bias, row0, col0)) = self.bias {
-                    bias.add_row(data, i, row0, col0);
+        // Contiguous lanes (a GEMM tile's rows) are done here, inside the trampoline: through
+        // `with_row_mut`'s closure the kernel could end up out of line, without the target
+        // features, calling each intrinsic as a function.
+        for (i, mut lane) in tile.lanes_mut(axis).into_iter().enumerate() {
+            match lane.as_slice_mut() {
+                Some(data) => {
+                    if let Some((bias, row0, col0)) = self.bias {
+                        bias.add_row(data, i, row0, col0);
+                    }
+                    map_lanes_in_place::<L, K>(l, data);
                 }
-                map_lanes_in_place::<L, K>(l, data);
-            });
+                None => with_row_mut(lane, |data| {
+                    if let Some((bias, row0, col0)) = self.bias {
+                        bias.add_row(data, i, row0, col0);
+                    }
+                    map_lanes_in_place::<L, K>(l, data);
+                }),
+            }
         }
     }
 }

@@ -39,6 +39,7 @@ use rayon::prelude::*;
 
 use super::kernel::{MicroKernel, microkernel};
 use super::pack::pack_panels;
+use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::{Error, Mode};
@@ -61,6 +62,9 @@ pub(crate) struct Blocking {
     /// Values of packed B held at once (per round), at most.
     pub budget: usize,
 }
+
+/// Depth of a K super-block in production (and in the layout of a `PackedMatrix`).
+pub(crate) const KB: usize = 4096;
 
 /// Extra columns in a tile buffer's row stride, so that the rows of a microtile do not all map
 /// to the same cache sets.
@@ -85,7 +89,7 @@ impl Blocking {
             kc: 256,
             mc: 8 * K::MR,
             nt: 1024,
-            kb: 4096,
+            kb: KB,
             budget: 1 << 22,
         }
     }
@@ -94,7 +98,7 @@ impl Blocking {
 /// One product `C = A B` of a batch: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`.
 pub(crate) struct Item<'a> {
     pub a: ArrayView2<'a, f32>,
-    pub b: ArrayView2<'a, f32>,
+    pub b: Operand<'a>,
     pub c: ArrayViewMut2<'a, f32>,
 }
 
@@ -103,7 +107,8 @@ struct Slab<'a> {
     batch: usize,
     col0: usize,
     a: ArrayView2<'a, f32>,
-    b: ArrayView2<'a, f32>,
+    /// The slab's columns of B (a view), or the whole packed B (the slab starts at `col0`).
+    b: Operand<'a>,
     c: ArrayViewMut2<'a, f32>,
 }
 
@@ -151,6 +156,18 @@ pub(crate) fn gemm_with<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
     if m == 0 || n == 0 {
         return Ok(());
     }
+    for item in &items {
+        if let Operand::Packed(p) = item.b
+            && (blk.kb != KB || p.panel_width() != blk.nr)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "PackedMatrix panels of {} columns, {KB} deep; this GEMM reads {} x {}",
+                p.panel_width(),
+                blk.nr,
+                blk.kb
+            )));
+        }
+    }
     let kb = blk.kb.max(1);
     // Columns per slab: as many whole tiles as the budget allows for one super-block.
     let deepest = k.min(kb).max(1);
@@ -167,7 +184,10 @@ pub(crate) fn gemm_with<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
                 batch,
                 col0,
                 a: item.a,
-                b: item.b.slice_move(s![.., col0..col0 + w]),
+                b: match item.b {
+                    Operand::View(b) => Operand::View(b.slice_move(s![.., col0..col0 + w])),
+                    packed => packed,
+                },
                 c: here,
             });
             c = rest;
@@ -191,7 +211,10 @@ pub(crate) fn gemm_with<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
             batched,
             epilogue,
         };
-        let size = |slab: &Slab<'_>| depth * slab.c.ncols().next_multiple_of(blk.nr);
+        let size = |slab: &Slab<'_>| match slab.b {
+            Operand::View(_) => depth * slab.c.ncols().next_multiple_of(blk.nr),
+            Operand::Packed(_) => 0,
+        };
         let mut start = 0;
         while start < slabs.len() {
             let mut end = start;
@@ -227,13 +250,16 @@ fn round<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
     let mut jobs = Vec::new();
     let mut rest = &mut *pack;
     for slab in slabs.iter() {
+        let Operand::View(b) = &slab.b else {
+            continue;
+        };
         let w = slab.c.ncols();
         for c0 in (0..w).step_by(group) {
             let c1 = (c0 + group).min(w);
             let len = depth * (c1 - c0).next_multiple_of(nr);
             let (dst, tail) = rest.split_at_mut(len);
             rest = tail;
-            jobs.push((slab.b.slice(s![k0..k0 + depth, c0..c1]), dst));
+            jobs.push((b.slice(s![k0..k0 + depth, c0..c1]), dst));
         }
     }
     let pack_job = |(src, dst): (ArrayView2<'_, f32>, &mut [f32])| {
@@ -249,8 +275,14 @@ fn round<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
     let mut packed = &*pack;
     for slab in slabs.iter_mut() {
         let (mtot, w) = slab.c.dim();
-        let (bpack, tail) = packed.split_at(depth * w.next_multiple_of(nr));
-        packed = tail;
+        let bpack = match slab.b {
+            Operand::View(_) => {
+                let (bpack, tail) = packed.split_at(depth * w.next_multiple_of(nr));
+                packed = tail;
+                bpack
+            }
+            Operand::Packed(p) => p.panels(k0, slab.col0),
+        };
         let mut rows = slab.c.view_mut();
         let mut row0 = 0;
         while row0 < mtot {
@@ -337,18 +369,42 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
         });
     }
     let mut tile = tile_view(cbuf, h, w, ldc)?;
-    if pass.last {
-        if pass.batched {
-            pass.epilogue
-                .apply_batched(t.batch, &mut tile, t.row0, t.col0);
-        } else {
-            pass.epilogue.apply(&mut tile, t.row0, t.col0);
-        }
-    }
-    crate::epilogue::canonical_nan_tile::<M>(pass.isa, &mut tile);
-    store_tile(&tile, &mut t.c);
+    finish_tile::<M, E>(
+        pass.isa,
+        pass.epilogue,
+        pass.batched,
+        pass.last,
+        (t.batch, t.row0, t.col0),
+        &mut tile,
+        &mut t.c,
+    );
     SCRATCH.set(scratch);
     Ok(())
+}
+
+/// The end of every tile of C (the GEMM's and the GEMV's): the epilogue when the tile has all
+/// of K (`last`), then the copy to C. `at` is `(batch, row0, col0)`. Generic over the mode for
+/// what exact mode does to a finished tile before it is stored.
+pub(crate) fn finish_tile<M: Mode, E: TileEpilogue + ?Sized>(
+    isa: Supported,
+    epilogue: &E,
+    batched: bool,
+    last: bool,
+    (batch, row0, col0): (usize, usize, usize),
+    tile: &mut ArrayViewMut2<'_, f32>,
+    c: &mut ArrayViewMut2<'_, f32>,
+) {
+    if last {
+        if batched {
+            epilogue.apply_batched(batch, tile, row0, col0);
+        } else {
+            epilogue.apply(tile, row0, col0);
+        }
+    }
+    // The finished tile, after its epilogue: the one place before it reaches C. In exact mode
+    // every NaN it holds becomes the canonical one.
+    crate::epilogue::canonical_nan_tile::<M>(isa, tile);
+    store_tile(tile, c);
 }
 
 /// `c = tile`: row by row where the rows of C are contiguous, else through ndarray.
@@ -367,7 +423,7 @@ fn store_tile(tile: &ArrayViewMut2<'_, f32>, c: &mut ArrayViewMut2<'_, f32>) {
 }
 
 /// The `h x w` tile at the start of `buf`, rows `ldc` apart.
-fn tile_view(
+pub(crate) fn tile_view(
     buf: &mut [f32],
     h: usize,
     w: usize,

@@ -32,6 +32,14 @@
 //! the shapes and the instruction set only; the caller decides whether they are spread over
 //! threads.
 //!
+//! # Prepacked B and one-row products
+//!
+//! A [`PackedMatrix`] holds B already in the B panel layout of one instruction set (its
+//! microkernel's `NR`, K super-blocks of 4096): the driver reads its panels instead of packing,
+//! so the bits are those of the same product with the view. A product with one row of A (a
+//! decode step) goes to `gemv.rs` when B is packed or has contiguous rows: B streamed once,
+//! the same sequential sums.
+//!
 //! # Memory
 //!
 //! Packed B for up to 4096 rows of K and a bounded number of columns (at most 2^22 values,
@@ -39,16 +47,30 @@
 //! and a packed B buffer of up to 4 MB between calls.
 
 mod driver;
+mod gemv;
 mod kernel;
 mod pack;
+mod packed;
 
 use crate::epilogue::TileEpilogue;
 use crate::lanes::Supported;
 use crate::{Error, Isa, Mode};
 use driver::{Blocking, gemm_with};
-use kernel::{Mr4Nv4, Mr6Nv2, Mr14Nv2};
+use kernel::{MicroKernel, Mr4Nv4, Mr6Nv2, Mr14Nv2};
 
 pub(crate) use driver::Item;
+pub(crate) use packed::{Operand, operand};
+pub use packed::{PackedMatrix, Rhs};
+
+/// Columns of the B panels the GEMM of `isa` reads (its microkernel's `NV` registers).
+pub(crate) fn panel_width(isa: Isa) -> usize {
+    let nv = match isa {
+        Isa::Avx512 => Mr14Nv2::NV,
+        Isa::Avx2 | Isa::Sse2 => Mr6Nv2::NV,
+        Isa::Scalar => Mr4Nv4::NV,
+    };
+    nv * isa.width()
+}
 
 /// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension) in mode `M`
 /// on `isa`, with the microkernel of the instruction set; the tiles are spread over the current
@@ -63,6 +85,14 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
     batched: bool,
 ) -> Result<(), Error> {
     let width = isa.isa().width();
+    for item in &items {
+        if let Operand::Packed(p) = item.b {
+            p.check_isa(isa.isa())?;
+        }
+    }
+    if k > 0 && gemv::applies(&items) {
+        return gemv::gemv::<M, E>(isa, parallel, items, epilogue, batched);
+    }
     match isa.isa() {
         Isa::Avx512 => {
             let blk = Blocking::of::<Mr14Nv2>(width);

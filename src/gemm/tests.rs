@@ -78,7 +78,7 @@ fn check<M: Mode, K: MicroKernel>(
     b2.slice_mut(s![.., ..;2]).assign(&b);
     let items = vec![Item {
         a: at.t(),
-        b: b2.slice(s![.., ..;2]),
+        b: super::Operand::View(b2.slice(s![.., ..;2])),
         c: c.view_mut(),
     }];
     let isa_ok = isa.supported().unwrap();

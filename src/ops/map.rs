@@ -26,7 +26,14 @@ pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
 /// Runs `K` over `data` in place on the lanes `l`.
 #[inline(always)]
 pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
-    map_registers_in_place(l, data, |x| K::apply(l, x));
+    // Inlined by force: a closure left out of line loses the trampoline's target features and
+    // calls every intrinsic as a function.
+    map_registers_in_place(
+        l,
+        data,
+        #[inline(always)]
+        |x| K::apply(l, x),
+    );
 }
 
 /// `data = f(data)` a register at a time, the tail through one zero-padded register.

@@ -15,6 +15,7 @@
 //! named constants); a test in each file pins their bit patterns.
 #![allow(clippy::excessive_precision, clippy::approx_constant)]
 
+pub mod axpy;
 pub mod erf;
 pub mod exp;
 pub mod func;

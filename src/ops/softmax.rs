@@ -60,14 +60,21 @@ fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F) -> L::F {
 #[inline(always)]
 fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], m: f32) -> f32 {
     let mv = l.splat(m);
-    canonical_sum_with(l, row.len(), |start, len| {
-        let part = &mut row[start..start + len];
-        let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), mv);
-        if STORE {
-            l.store_partial(e, part);
-        }
-        e
-    })
+    // Inlined by force: a closure left out of line loses the trampoline's target features and
+    // calls every intrinsic as a function.
+    canonical_sum_with(
+        l,
+        row.len(),
+        #[inline(always)]
+        |start, len| {
+            let part = &mut row[start..start + len];
+            let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), mv);
+            if STORE {
+                l.store_partial(e, part);
+            }
+            e
+        },
+    )
 }
 
 /// Softmax (or log-softmax) of one row, in place.

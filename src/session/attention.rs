@@ -3,10 +3,11 @@
 //! mask, softmax), then the product with V.
 //!
 //! Exact mode scores each block of query rows against every key it can see and takes the
-//! two-pass exact softmax (canonical sums) of each row, then `P V` with the exact GEMM. Keys a
-//! whole block cannot see (beyond the causal limit or a key length) are left out of both
-//! products: their probabilities are `+0`, and adding `+0 * v` never changes a sum, so for
-//! finite V the bits depend neither on the block size, the instruction set nor the thread
+//! two-pass exact softmax (canonical sums) of each row, then `P V`: each row sums over its own
+//! keys only (those before its causal limit and key length), in increasing order from `+0`
+//! (the exact GEMM over the keys every row of the block sees, then a row kernel continuing
+//! the longer rows). Keys a row cannot see never enter its sum, so for any V (inf and NaN
+//! included) the bits depend neither on the block size, the instruction set nor the thread
 //! count.
 //!
 //! Fast mode runs an online (flash) softmax over key tiles with the fast exp: memory O(tile) per
@@ -23,8 +24,9 @@ use super::Session;
 use super::softmax::Mask;
 use crate::epilogue::Identity;
 use crate::ops::CANONICAL_NAN;
+use crate::ops::axpy::madd_rows_on;
 use crate::ops::softmax::{MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on};
-use crate::rows::{with_bool_row, with_row};
+use crate::rows::{with_bool_row, with_row, with_row_mut};
 use crate::{Error, Mode};
 
 /// The options of [`Session::attention_into`].
@@ -128,6 +130,16 @@ impl Plan<'_> {
             self.seq_k
         } else {
             self.row_end(b, q1 - 1)
+        }
+    }
+
+    /// The keys `[0, end)` of query `q`'s sum in `P V`: its own [`Plan::row_end`], or every key
+    /// under the `Uniform` policy (a fully masked row is uniform over every key).
+    fn pv_end(&self, b: usize, q: usize) -> usize {
+        if self.policy == MaskedRow::Uniform {
+            self.seq_k
+        } else {
+            self.row_end(b, q)
         }
     }
 
@@ -413,16 +425,57 @@ impl<M: Mode> Session<M> {
             });
             return Ok(());
         }
-        let mut scores = vec![0f32; q.nrows() * end];
-        let mut p = matrix(&mut scores, q.nrows(), end)?;
+        let rows = q.nrows();
+        let mut scores = vec![0f32; rows * end];
+        let mut p = matrix(&mut scores, rows, end)?;
         self.matmul_into(&q, &k.slice(s![..end, ..]).t(), &mut p, &Identity)?;
         for (i, row) in scores.chunks_exact_mut(end).enumerate() {
             plan.with_row_mask((b, h, q0 + i), (0, end), |mask| {
                 masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, plan.policy)
             });
         }
-        let p = matrix(&mut scores, q.nrows(), end)?;
-        self.matmul_into(&p, &v.slice(s![..end, ..]), out, &Identity)
+        // P V with each row's own key limit: the GEMM over the keys every row of the block
+        // sees, then each longer row continued over its remaining keys in increasing order,
+        // from the GEMM's exact partial sums: the bits of one sequential sum per row, whatever
+        // the block.
+        let limits: Vec<usize> = (0..rows).map(|i| plan.pv_end(b, q0 + i)).collect();
+        let common = limits.iter().copied().min().unwrap_or(0);
+        let p = matrix(&mut scores, rows, end)?;
+        self.matmul_into(
+            &p.slice(s![.., ..common]),
+            &v.slice(s![..common, ..]),
+            out,
+            &Identity,
+        )?;
+        if common < end && v.ncols() > 0 {
+            let tail = v.slice(s![common..end, ..]);
+            let copy: Vec<f32>;
+            let tail_rows: Vec<&[f32]> =
+                match tail.rows().into_iter().map(|r| r.to_slice()).collect() {
+                    Some(r) => r,
+                    None => {
+                        copy = tail.iter().copied().collect();
+                        copy.chunks_exact(v.ncols()).collect()
+                    }
+                };
+            for (i, &limit) in limits.iter().enumerate() {
+                if limit == 0 {
+                    // A row that sees no key: the masked-row policy (as for a whole block).
+                    let fill = if plan.policy == MaskedRow::Nan {
+                        CANONICAL_NAN
+                    } else {
+                        0.0
+                    };
+                    out.row_mut(i).fill(fill);
+                } else if limit > common {
+                    let coeffs = &scores[i * end + common..i * end + limit];
+                    with_row_mut(out.row_mut(i), |acc| {
+                        madd_rows_on::<M>(self.isa, acc, coeffs, &tail_rows[..limit - common])
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Fast mode: the online softmax over key tiles.
@@ -439,19 +492,21 @@ impl<M: Mode> Session<M> {
         let mut state = vec![OnlineSoftmax::new(); rows];
         out.fill(0.0);
         let mut part = Array2::<f32>::zeros((rows, v.ncols()));
+        // One scores buffer and one rescale vector for every key tile of the block.
+        let mut buf = vec![0f32; rows * key_block.min(end)];
+        let mut rescale = vec![1f32; rows];
         let mut k0 = 0;
         while k0 < end {
             let k1 = (k0 + key_block).min(end);
-            let mut scores = vec![0f32; rows * (k1 - k0)];
-            let mut p = matrix(&mut scores, rows, k1 - k0)?;
+            let scores = &mut buf[..rows * (k1 - k0)];
+            let mut p = matrix(scores, rows, k1 - k0)?;
             self.matmul_into(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &Identity)?;
-            let mut rescale = vec![1f32; rows];
             for (i, (row, st)) in scores.chunks_exact_mut(k1 - k0).zip(&mut state).enumerate() {
                 rescale[i] = plan.with_row_mask((b, h, q0 + i), (k0, k1), |mask| {
                     st.update::<M>(self.isa, row, plan.scale, mask)
                 });
             }
-            let p = matrix(&mut scores, rows, k1 - k0)?;
+            let p = matrix(scores, rows, k1 - k0)?;
             self.matmul_into(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
             for ((mut o, pr), r) in out.rows_mut().into_iter().zip(part.rows()).zip(&rescale) {
                 o.zip_mut_with(&pr, |o, &x| *o = *o * *r + x);
@@ -502,4 +557,129 @@ fn not_2d_or_4d(n: usize) -> Error {
 
 fn shape_err(shape: &[usize]) -> impl FnOnce(ndarray::ShapeError) -> Error + '_ {
     move |e| Error::InvalidArgument(format!("attention tensor of shape {shape:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{Array2, s};
+
+    use crate::{AttentionOptions, Exact, Fast, Isa, Mode, Session};
+
+    fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {
+        Array2::from_shape_fn((r, c), |(i, j)| {
+            let h =
+                (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2.0
+        })
+    }
+
+    fn bits(a: &Array2<f32>) -> Vec<u32> {
+        a.iter().map(|x| x.to_bits()).collect()
+    }
+
+    fn run<M: Mode>(
+        isa: Isa,
+        (q, k, v): (&Array2<f32>, &Array2<f32>, &Array2<f32>),
+        opts: &AttentionOptions<'_>,
+    ) -> Array2<f32> {
+        let s = Session::<M>::new().with_isa(isa).unwrap();
+        s.attention_owned(q, k, v, opts).unwrap()
+    }
+
+    /// Exact attention with inf and NaN in V rows that some queries cannot see (causal, and
+    /// key lengths): the same bits for every query and key block, and rows that cannot see the
+    /// bad values stay finite.
+    #[test]
+    fn exact_bits_do_not_depend_on_the_blocks_even_with_inf_and_nan_in_hidden_v_rows() {
+        let (seq, dim) = (9, 5);
+        let q = values(seq, dim, 1);
+        let k = values(seq, dim, 2);
+        for (bad_row, bad) in [(1, f32::INFINITY), (4, f32::NAN), (8, f32::NEG_INFINITY)] {
+            let mut v = values(seq, 3, 3);
+            v.row_mut(bad_row).fill(bad);
+            for isa in Isa::available() {
+                for causal in [true, false] {
+                    let base = if causal {
+                        AttentionOptions::default().causal()
+                    } else {
+                        AttentionOptions::default().with_key_lengths(&[7])
+                    };
+                    let want = run::<Exact>(isa, (&q, &k, &v), &base);
+                    // Rows that cannot see the bad key are finite.
+                    for (i, row) in want.rows().into_iter().enumerate() {
+                        let sees = if causal { i >= bad_row } else { bad_row < 7 };
+                        assert_eq!(!sees, row.iter().all(|x| x.is_finite()), "{isa} row {i}");
+                    }
+                    if causal {
+                        assert_eq!(
+                            bits(&want.slice(s![..1, ..]).to_owned()),
+                            bits(&v.slice(s![..1, ..]).to_owned())
+                        );
+                    }
+                    for query_block in 1..=seq {
+                        for key_block in [1, 2, 5, seq] {
+                            let opts = AttentionOptions {
+                                query_block,
+                                key_block,
+                                ..base.clone()
+                            };
+                            let got = run::<Exact>(isa, (&q, &k, &v), &opts);
+                            assert_eq!(
+                                bits(&got),
+                                bits(&want),
+                                "{isa} causal {causal} bad row {bad_row} qb {query_block} kb {key_block}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn nan_scores_make_their_rows_nan<M: Mode>(isa: Isa) {
+        let (seq, dim) = (6, 4);
+        let v = values(seq, 3, 3);
+        // A NaN in query 1: row 1 NaN, the others finite. A NaN in key 0: every row NaN.
+        for (in_q, rows_nan) in [(true, vec![1]), (false, (0..seq).collect::<Vec<_>>())] {
+            let (mut q, mut k) = (values(seq, dim, 1), values(seq, dim, 2));
+            if in_q {
+                q[[1, 0]] = f32::NAN;
+            } else {
+                k[[0, 0]] = f32::NAN;
+            }
+            for causal in [true, false] {
+                for query_block in [1, 2, seq] {
+                    for key_block in 1..=seq {
+                        let mut opts = AttentionOptions {
+                            query_block,
+                            key_block,
+                            ..AttentionOptions::default()
+                        };
+                        opts.causal = causal;
+                        let out = run::<M>(isa, (&q, &k, &v), &opts);
+                        for (i, row) in out.rows().into_iter().enumerate() {
+                            let what = format!(
+                                "{} {isa} nan in {} causal {causal} qb {query_block} kb {key_block} row {i}",
+                                M::NAME,
+                                if in_q { "q" } else { "k" }
+                            );
+                            if rows_nan.contains(&i) {
+                                assert!(row.iter().all(|x| x.is_nan()), "{what}: {row}");
+                            } else {
+                                assert!(row.iter().all(|x| x.is_finite()), "{what}: {row}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_nan_score_makes_its_row_nan_in_both_modes_for_every_block() {
+        for isa in Isa::available() {
+            nan_scores_make_their_rows_nan::<Exact>(isa);
+            nan_scores_make_their_rows_nan::<Fast>(isa);
+        }
+    }
 }

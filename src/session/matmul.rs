@@ -10,7 +10,7 @@ use ndarray::{Array2, Array3, ArrayRef2, ArrayRef3};
 use super::Session;
 use crate::epilogue::{Activation, Bias, BiasActivation, TileEpilogue};
 use crate::error::same_shape;
-use crate::gemm::{Item, gemm};
+use crate::gemm::{Item, Operand, PackedMatrix, Rhs, gemm, operand};
 use crate::{Error, Func, Mode};
 
 /// A product's `m * n * k` is compared with this many times the session's parallel threshold
@@ -19,8 +19,8 @@ const GEMM_WORK_PER_ELEMENT: usize = 64;
 
 impl<M: Mode> Session<M> {
     /// `c = epilogue(a b)`: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`, all of any
-    /// strides (transposed and sliced views included). The previous contents of `c` are
-    /// ignored.
+    /// strides (transposed and sliced views included); `b` may also be a [`PackedMatrix`]
+    /// (weights packed once, [`Session::pack`]). The previous contents of `c` are ignored.
     ///
     /// The epilogue runs once on every tile of C after the tile has received all of K (with
     /// `k = 0`, on zeros); see [`TileEpilogue`]. In exact mode the product has the bits of the
@@ -63,19 +63,20 @@ impl<M: Mode> Session<M> {
     /// assert!(session.matmul_into(&x, &x, &mut y, &Identity).is_err());
     /// # Ok::<(), activation_kernels::Error>(())
     /// ```
-    pub fn matmul_into<E: TileEpilogue + ?Sized>(
+    pub fn matmul_into<B: Rhs + ?Sized, E: TileEpilogue + ?Sized>(
         &self,
         a: &ArrayRef2<f32>,
-        b: &ArrayRef2<f32>,
+        b: &B,
         c: &mut ArrayRef2<f32>,
         epilogue: &E,
     ) -> Result<(), Error> {
         let (m, k) = a.dim();
-        let n = b.ncols();
+        let b = operand(b);
+        let (bk, n) = b.dim();
         same_shape(
             "matmul: b must be [k, n] for a of shape [m, k]",
             &[k, n],
-            b.shape(),
+            &[bk, n],
         )?;
         same_shape(
             "matmul: c must be [m, n] for a [m, k], b [k, n]",
@@ -85,7 +86,7 @@ impl<M: Mode> Session<M> {
         epilogue.check_shape(c.shape())?;
         let items = vec![Item {
             a: a.view(),
-            b: b.view(),
+            b,
             c: c.view_mut(),
         }];
         self.gemm(
@@ -95,6 +96,13 @@ impl<M: Mode> Session<M> {
             epilogue,
             false,
         )
+    }
+
+    /// `b` (`[k, n]`, any strides) packed once for this session's instruction set, to be
+    /// passed as the right-hand side of many products ([`Session::matmul_into`]): the weights of
+    /// a layer. The products have the same bits as with `b` itself. See [`PackedMatrix`].
+    pub fn pack(&self, b: &ArrayRef2<f32>) -> Result<PackedMatrix, Error> {
+        PackedMatrix::new(self.isa.isa(), b)
     }
 
     /// `epilogue(a b)` as a new C-order array (`[m, k] x [k, n] -> [m, n]`); see
@@ -108,13 +116,13 @@ impl<M: Mode> Session<M> {
     /// assert_eq!(c, ndarray::array![[7.0, 10.0], [15.0, 22.0]]);
     /// # Ok::<(), activation_kernels::Error>(())
     /// ```
-    pub fn matmul_owned<E: TileEpilogue + ?Sized>(
+    pub fn matmul_owned<B: Rhs + ?Sized, E: TileEpilogue + ?Sized>(
         &self,
         a: &ArrayRef2<f32>,
-        b: &ArrayRef2<f32>,
+        b: &B,
         epilogue: &E,
     ) -> Result<Array2<f32>, Error> {
-        let mut c = Array2::zeros((a.nrows(), b.ncols()));
+        let mut c = Array2::zeros((a.nrows(), operand(b).dim().1));
         self.matmul_into(a, b, &mut c, epilogue)?;
         Ok(c)
     }
@@ -165,7 +173,11 @@ impl<M: Mode> Session<M> {
             .outer_iter()
             .zip(b.outer_iter())
             .zip(c.outer_iter_mut())
-            .map(|((a, b), c)| Item { a, b, c })
+            .map(|((a, b), c)| Item {
+                a,
+                b: Operand::View(b),
+                c,
+            })
             .collect();
         let work = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
         self.gemm(items, work, k, epilogue, true)

@@ -1,0 +1,398 @@
+//! The `m = 1` product (a decode step's GEMV): one row of A against B, streamed once, with the
+//! columns of C in registers.
+//!
+//! B is read either from its packed panels (a `PackedMatrix`: each panel `k`-major, `nr`
+//! columns wide, four panels at a time) or straight from a view whose rows are contiguous (eight
+//! registers of columns at a time, row by row). Either way each element of C is one lane from
+//! `+0` through one [`Mode::madd`] per `k` in increasing order: the bits of the GEMM (and of the
+//! plain loop). The columns are cut into fixed chunks, the unit of parallel work; the epilogue
+//! runs on each chunk as on a `1 x w` tile, through the driver's [`finish_tile`].
+
+use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
+use rayon::prelude::*;
+
+use super::driver::{Item, KB, finish_tile, tile_view};
+use super::packed::Operand;
+use crate::epilogue::TileEpilogue;
+use crate::lanes::{Lanes, Supported, WithLanes};
+use crate::{Error, Mode};
+
+/// Columns of C per work item (a multiple of every panel width).
+const CHUNK: usize = 512;
+
+/// Registers of columns per step of the row-by-row kernel.
+const ROW_REGS: usize = 8;
+
+/// Packed panels per step of the panel kernel.
+const PANELS: usize = 4;
+
+/// Whether [`gemv`] takes `items`: one row of A and a packed B or one with contiguous rows.
+pub(crate) fn applies(items: &[Item<'_>]) -> bool {
+    items.iter().all(|it| {
+        it.a.nrows() == 1
+            && match it.b {
+                Operand::Packed(_) => true,
+                Operand::View(b) => b.strides()[1] == 1 || b.ncols() <= 1,
+            }
+    })
+}
+
+/// `c = epilogue(a b)` for items of one row (see [`applies`]), chunks of columns spread over
+/// the current rayon pool when `parallel`.
+pub(crate) fn gemv<M: Mode, E: TileEpilogue + ?Sized>(
+    isa: Supported,
+    parallel: bool,
+    items: Vec<Item<'_>>,
+    epilogue: &E,
+    batched: bool,
+) -> Result<(), Error> {
+    // Each row of A once, contiguous.
+    let rows: Vec<Vec<f32>> = items.iter().map(|it| it.a.row(0).to_vec()).collect();
+    let mut tasks = Vec::new();
+    for ((batch, item), a) in items.into_iter().enumerate().zip(&rows) {
+        let mut c = item.c;
+        let n = c.ncols();
+        let mut col0 = 0;
+        while col0 < n {
+            let w = CHUNK.min(n - col0);
+            let (here, rest) = c.split_at(Axis(1), w);
+            tasks.push(Chunk {
+                batch,
+                col0,
+                a,
+                b: item.b,
+                c: here,
+            });
+            c = rest;
+            col0 += w;
+        }
+    }
+    let run = |t: Chunk<'_, '_>| run_chunk::<M, E>(isa, epilogue, batched, t);
+    if parallel {
+        tasks.into_par_iter().with_max_len(1).try_for_each(run)
+    } else {
+        tasks.into_iter().try_for_each(run)
+    }
+}
+
+/// Columns `col0..col0 + c.ncols()` of one item.
+struct Chunk<'r, 'a> {
+    batch: usize,
+    col0: usize,
+    a: &'r [f32],
+    b: Operand<'a>,
+    c: ArrayViewMut2<'a, f32>,
+}
+
+fn run_chunk<M: Mode, E: TileEpilogue + ?Sized>(
+    isa: Supported,
+    epilogue: &E,
+    batched: bool,
+    mut t: Chunk<'_, '_>,
+) -> Result<(), Error> {
+    let w = t.c.ncols();
+    let mut buf = vec![0.0f32; w.next_multiple_of(64)];
+    match t.b {
+        Operand::Packed(p) => {
+            let nr = p.panel_width();
+            let k = t.a.len();
+            for k0 in (0..k).step_by(KB) {
+                let depth = KB.min(k - k0);
+                isa.dispatch(PanelGemv::<M> {
+                    a: &t.a[k0..k0 + depth],
+                    panels: &p.panels(k0, t.col0)[..depth * w.next_multiple_of(nr)],
+                    nr,
+                    c: &mut buf[..w.next_multiple_of(nr)],
+                    zero: k0 == 0,
+                    mode: core::marker::PhantomData,
+                });
+            }
+        }
+        Operand::View(b) => {
+            let b = b.slice(s![.., t.col0..t.col0 + w]);
+            let rows = contiguous_rows(b)?;
+            isa.dispatch(RowGemv::<M> {
+                a: t.a,
+                rows: &rows,
+                c: &mut buf[..w],
+                mode: core::marker::PhantomData,
+            });
+        }
+    }
+    let mut tile = tile_view(&mut buf, 1, w, w)?;
+    finish_tile::<M, E>(
+        isa,
+        epilogue,
+        batched,
+        true,
+        (t.batch, 0, t.col0),
+        &mut tile,
+        &mut t.c,
+    );
+    Ok(())
+}
+
+/// The rows of `b` as slices (its rows are contiguous: checked by [`applies`]).
+fn contiguous_rows<'b>(b: ArrayView2<'b, f32>) -> Result<Vec<&'b [f32]>, Error> {
+    b.into_outer_iter()
+        .map(|r| {
+            r.to_slice()
+                .ok_or_else(|| Error::InvalidArgument("gemv: B rows not contiguous".into()))
+        })
+        .collect()
+}
+
+/// `c = +0 (+ ...) a[k] * panel[k]` over packed panels of `nr` columns, `PANELS` at a time;
+/// `zero`: start from `+0`, else continue from `c` (a later K super-block).
+struct PanelGemv<'t, M> {
+    a: &'t [f32],
+    panels: &'t [f32],
+    nr: usize,
+    c: &'t mut [f32],
+    zero: bool,
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> WithLanes for PanelGemv<'_, M> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        let (w, nr, depth) = (L::WIDTH, self.nr, self.a.len());
+        let nv = nr / w;
+        match nv {
+            1 => panel_gemv::<L, M, 1>(l, self.a, self.panels, self.c, self.zero),
+            2 => panel_gemv::<L, M, 2>(l, self.a, self.panels, self.c, self.zero),
+            4 => panel_gemv::<L, M, 4>(l, self.a, self.panels, self.c, self.zero),
+            _ => {
+                // Any other panel width (not one of the microkernels'): one lane at a time.
+                for (j, c) in self.c.iter_mut().enumerate() {
+                    let (p, jj) = (j / nr, j % nr);
+                    let panel = &self.panels[p * depth * nr..];
+                    let mut acc = l.splat(if self.zero { 0.0 } else { *c });
+                    for (k, &a) in self.a.iter().enumerate() {
+                        acc = M::madd(l, l.splat(a), l.splat(panel[k * nr + jj]), acc);
+                    }
+                    let mut out = [0.0f32; crate::lanes::MAX_WIDTH];
+                    l.store(acc, &mut out);
+                    *c = out[0];
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn panel_gemv<L: Lanes, M: Mode, const NV: usize>(
+    l: L,
+    a: &[f32],
+    panels: &[f32],
+    c: &mut [f32],
+    zero: bool,
+) {
+    let w = L::WIDTH;
+    let nr = NV * w;
+    let depth = a.len();
+    let plen = depth * nr;
+    let mut groups = panels.chunks_exact(PANELS * plen);
+    let mut cs = c.chunks_exact_mut(PANELS * nr);
+    for (group, c) in (&mut groups).zip(&mut cs) {
+        let mut acc = [[l.splat(0.0); NV]; PANELS];
+        if !zero {
+            for (p, acc) in acc.iter_mut().enumerate() {
+                for (v, acc) in acc.iter_mut().enumerate() {
+                    *acc = l.load(&c[p * nr + v * w..]);
+                }
+            }
+        }
+        let (p0, rest) = group.split_at(plen);
+        let (p1, rest) = rest.split_at(plen);
+        let (p2, p3) = rest.split_at(plen);
+        let rows = p0
+            .chunks_exact(nr)
+            .zip(p1.chunks_exact(nr))
+            .zip(p2.chunks_exact(nr).zip(p3.chunks_exact(nr)));
+        for (&ak, ((r0, r1), (r2, r3))) in a.iter().zip(rows) {
+            let ak = l.splat(ak);
+            for (acc, r) in acc.iter_mut().zip([r0, r1, r2, r3]) {
+                for (v, acc) in acc.iter_mut().enumerate() {
+                    *acc = M::madd(l, ak, l.load(&r[v * w..]), *acc);
+                }
+            }
+        }
+        for (p, acc) in acc.iter().enumerate() {
+            for (v, acc) in acc.iter().enumerate() {
+                l.store(*acc, &mut c[p * nr + v * w..]);
+            }
+        }
+    }
+    // The last panels, one at a time.
+    for (panel, c) in groups
+        .remainder()
+        .chunks_exact(plen)
+        .zip(cs.into_remainder().chunks_exact_mut(nr))
+    {
+        let mut acc = [l.splat(0.0); NV];
+        if !zero {
+            for (v, acc) in acc.iter_mut().enumerate() {
+                *acc = l.load(&c[v * w..]);
+            }
+        }
+        for (&ak, r) in a.iter().zip(panel.chunks_exact(nr)) {
+            let ak = l.splat(ak);
+            for (v, acc) in acc.iter_mut().enumerate() {
+                *acc = M::madd(l, ak, l.load(&r[v * w..]), *acc);
+            }
+        }
+        for (v, acc) in acc.iter().enumerate() {
+            l.store(*acc, &mut c[v * w..]);
+        }
+    }
+}
+
+/// `c = +0 (+ ...) a[k] * rows[k]`, `ROW_REGS` registers of columns at a time, then the
+/// remaining columns one register (or part of one) at a time.
+struct RowGemv<'t, M> {
+    a: &'t [f32],
+    rows: &'t [&'t [f32]],
+    c: &'t mut [f32],
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> WithLanes for RowGemv<'_, M> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        let w = L::WIDTH;
+        let block = ROW_REGS * w;
+        let n = self.c.len();
+        let mut j0 = 0;
+        while j0 + block <= n {
+            let mut acc = [l.splat(0.0); ROW_REGS];
+            for (&ak, row) in self.a.iter().zip(self.rows) {
+                let ak = l.splat(ak);
+                let row = &row[j0..j0 + block];
+                for (v, acc) in acc.iter_mut().enumerate() {
+                    *acc = M::madd(l, ak, l.load(&row[v * w..]), *acc);
+                }
+            }
+            for (v, acc) in acc.iter().enumerate() {
+                l.store(*acc, &mut self.c[j0 + v * w..]);
+            }
+            j0 += block;
+        }
+        while j0 < n {
+            let j1 = (j0 + w).min(n);
+            let mut acc = l.splat(0.0);
+            for (&ak, row) in self.a.iter().zip(self.rows) {
+                acc = M::madd(l, l.splat(ak), l.load_partial(&row[j0..j1], 0.0), acc);
+            }
+            l.store_partial(acc, &mut self.c[j0..j1]);
+            j0 = j1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{Array2, ShapeBuilder, s};
+
+    use crate::epilogue::{Bias, Identity};
+    use crate::{Exact, Fast, Func, Isa, Mode, Session};
+
+    fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {
+        Array2::from_shape_fn((r, c), |(i, j)| {
+            let h =
+                (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let mantissa = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+            mantissa * 2f32.powi(((h >> 20) % 13) as i32 - 6)
+        })
+    }
+
+    /// The plain loop, `k` increasing from `+0`.
+    fn reference<M: Mode>(a: &Array2<f32>, b: &Array2<f32>) -> Vec<u32> {
+        (0..b.ncols())
+            .map(|j| {
+                let mut c = 0.0f32;
+                for p in 0..a.ncols() {
+                    c = if M::FAST {
+                        a[[0, p]].mul_add(b[[p, j]], c)
+                    } else {
+                        c + a[[0, p]] * b[[p, j]]
+                    };
+                }
+                c.to_bits()
+            })
+            .collect()
+    }
+
+    fn bits(a: &Array2<f32>) -> Vec<u32> {
+        a.iter().map(|x| x.to_bits()).collect()
+    }
+
+    fn one_row<M: Mode>(isa: Isa, threads: usize) {
+        let s = Session::<M>::new()
+            .with_isa(isa)
+            .unwrap()
+            .with_threads(threads)
+            .unwrap()
+            .with_parallel_threshold(0);
+        for (k, n) in [(1, 1), (13, 7), (33, 129), (70, 1100), (0, 9), (4099, 37)] {
+            let a = values(1, k, 1);
+            let b = values(k, n, 2);
+            let want = reference::<M>(&a, &b);
+            let packed = s.pack(&b).unwrap();
+            let mut wide = Array2::from_elem((k, n + 3), f32::NAN);
+            wide.slice_mut(s![.., ..n]).assign(&b);
+            let mut f = Array2::zeros((k, n).f());
+            f.assign(&b);
+            let what = format!("{} {isa} {threads}t 1x{k}x{n}", M::NAME);
+            assert_eq!(
+                bits(&s.matmul_owned(&a, &packed, &Identity).unwrap()),
+                want,
+                "{what}"
+            );
+            assert_eq!(
+                bits(&s.matmul_owned(&a, &b, &Identity).unwrap()),
+                want,
+                "{what}"
+            );
+            let view = wide.slice(s![.., ..n]);
+            assert_eq!(
+                bits(&s.matmul_owned(&a, &view, &Identity).unwrap()),
+                want,
+                "{what}"
+            );
+            assert_eq!(
+                bits(&s.matmul_owned(&a, &f, &Identity).unwrap()),
+                want,
+                "{what}"
+            );
+            // With an epilogue, and as row 0 of a larger product.
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 / 16.0).collect();
+            let ep = s.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
+            let mut a3 = values(3, k, 5);
+            a3.row_mut(0).assign(&a.row(0));
+            let big = s.matmul_owned(&a3, &b, &ep).unwrap();
+            let one = s.matmul_owned(&a, &packed, &ep).unwrap();
+            assert_eq!(
+                bits(&one),
+                bits(&big.slice(s![..1, ..]).to_owned()),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_row_products_have_the_bits_of_the_plain_loop() {
+        for isa in Isa::available() {
+            for threads in [1, 2] {
+                one_row::<Exact>(isa, threads);
+                one_row::<Fast>(isa, threads);
+            }
+        }
+    }
+}

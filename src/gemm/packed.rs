@@ -1,0 +1,277 @@
+//! Weights packed once: [`PackedMatrix`], a right-hand side `B` already in the driver's panel
+//! layout, and [`Rhs`], what `Session::matmul_into` accepts as `B` (views and packed matrices).
+
+use ndarray::{ArrayBase, ArrayRef2, ArrayView2, Data, Ix2, s};
+
+use super::driver::KB;
+use super::panel_width;
+use crate::{Error, Isa};
+
+/// A `[k, n]` right-hand side packed once for the GEMM of one instruction set, to be multiplied
+/// many times (the weights of a layer).
+///
+/// The values are stored in the driver's B layout for the instruction set's microkernel: for
+/// each K super-block of up to 4096 rows, panels of `nr` columns (16 for AVX2), each `k`-major.
+/// A product with it skips the B packing of every call; its bits are those of the same product
+/// with the unpacked view, in both modes (packing only copies values; the sum is still
+/// sequential in `k` from `+0`).
+///
+/// A packed matrix belongs to the instruction set it was packed for ([`PackedMatrix::isa`]): a
+/// session on another instruction set returns [`Error::InvalidArgument`] rather than reading
+/// the panels with the wrong width. Pack it with [`crate::Session::pack`] (the session's
+/// instruction set) or [`PackedMatrix::new`].
+///
+/// ```
+/// use activation_kernels::{PackedMatrix, Session};
+/// use activation_kernels::epilogue::Identity;
+/// use ndarray::Array2;
+///
+/// let session = Session::exact();
+/// let w = Array2::from_shape_fn((5, 3), |(i, j)| i as f32 - 0.5 * j as f32); // [k, n]
+/// let packed: PackedMatrix = session.pack(&w)?; // once
+/// let x = Array2::from_shape_fn((2, 5), |(i, k)| (i + k) as f32 / 8.0); // [m, k]
+/// let mut y = Array2::zeros((2, 3));
+/// session.matmul_into(&x, &packed, &mut y, &Identity)?; // many times
+/// assert_eq!(y, session.matmul_owned(&x, &w, &Identity)?); // the same bits
+/// assert_eq!(packed.dim(), (5, 3));
+/// # Ok::<(), activation_kernels::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct PackedMatrix {
+    k: usize,
+    n: usize,
+    isa: Isa,
+    nr: usize,
+    data: Vec<f32>,
+}
+
+impl PackedMatrix {
+    /// Packs `b` (`[k, n]`, any strides) for the GEMM of `isa`. Packing runs no
+    /// instruction-set code, so `isa` need not be available here.
+    ///
+    /// [`Error::InvalidArgument`] if the packed size overflows.
+    pub fn new(isa: Isa, b: &ArrayRef2<f32>) -> Result<PackedMatrix, Error> {
+        let (k, n) = b.dim();
+        let nr = panel_width(isa);
+        let len = k.checked_mul(n.next_multiple_of(nr)).ok_or_else(|| {
+            Error::InvalidArgument(format!("PackedMatrix of [{k}, {n}]: too large"))
+        })?;
+        let mut data = vec![0.0f32; len];
+        let mut at = 0;
+        for k0 in (0..k).step_by(KB) {
+            let depth = KB.min(k - k0);
+            let src = b.slice(s![k0..k0 + depth, ..]).reversed_axes();
+            at += super::pack::pack_panels(src, nr, &mut data[at..]);
+        }
+        debug_assert_eq!(at, len);
+        Ok(PackedMatrix {
+            k,
+            n,
+            isa,
+            nr,
+            data,
+        })
+    }
+
+    /// `(k, n)`: the shape of the matrix that was packed.
+    pub fn dim(&self) -> (usize, usize) {
+        (self.k, self.n)
+    }
+
+    /// The instruction set it was packed for.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Columns per panel.
+    pub(crate) fn panel_width(&self) -> usize {
+        self.nr
+    }
+
+    /// `Ok` if the GEMM of `isa` can read these panels.
+    pub(crate) fn check_isa(&self, isa: Isa) -> Result<(), Error> {
+        if isa == self.isa {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "PackedMatrix was packed for {} and this session runs {isa}: pack it with \
+                 this session (Session::pack)",
+                self.isa
+            )))
+        }
+    }
+
+    /// The packed panels of columns `col0..` (`col0` a multiple of the panel width) for the
+    /// super-block starting at row `k0` (a multiple of the super-block depth).
+    pub(crate) fn panels(&self, k0: usize, col0: usize) -> &[f32] {
+        debug_assert!(k0.is_multiple_of(KB) && col0.is_multiple_of(self.nr));
+        let n_pad = self.n.next_multiple_of(self.nr);
+        let depth = KB.min(self.k - k0);
+        let start = k0 * n_pad + col0 * depth;
+        &self.data[start..k0 * n_pad + depth * n_pad]
+    }
+}
+
+/// A right-hand side `B` as the GEMM driver sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    /// Any view, packed on every call.
+    View(ArrayView2<'a, f32>),
+    /// Packed once.
+    Packed(&'a PackedMatrix),
+}
+
+impl Operand<'_> {
+    /// `(k, n)`.
+    pub(crate) fn dim(&self) -> (usize, usize) {
+        match self {
+            Operand::View(v) => v.dim(),
+            Operand::Packed(p) => p.dim(),
+        }
+    }
+}
+
+mod sealed {
+    /// Only this crate's types are right-hand sides.
+    pub trait Sealed {
+        /// The operand as the driver reads it.
+        fn operand(&self) -> super::Operand<'_>;
+    }
+}
+
+/// A right-hand side of [`crate::Session::matmul_into`]: any 2-D `f32` array or view, or a
+/// [`PackedMatrix`].
+pub trait Rhs: sealed::Sealed {}
+
+impl sealed::Sealed for ArrayRef2<f32> {
+    fn operand(&self) -> Operand<'_> {
+        Operand::View(self.view())
+    }
+}
+impl Rhs for ArrayRef2<f32> {}
+
+impl<S: Data<Elem = f32>> sealed::Sealed for ArrayBase<S, Ix2> {
+    fn operand(&self) -> Operand<'_> {
+        Operand::View(self.view())
+    }
+}
+impl<S: Data<Elem = f32>> Rhs for ArrayBase<S, Ix2> {}
+
+impl sealed::Sealed for PackedMatrix {
+    fn operand(&self) -> Operand<'_> {
+        Operand::Packed(self)
+    }
+}
+impl Rhs for PackedMatrix {}
+
+/// The operand of any right-hand side (for the session).
+pub(crate) fn operand<B: Rhs + ?Sized>(b: &B) -> Operand<'_> {
+    sealed::Sealed::operand(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{Array2, ShapeBuilder, s};
+
+    use super::PackedMatrix;
+    use crate::epilogue::{Bias, Identity};
+    use crate::{Error, Exact, Fast, Func, Isa, Mode, Session};
+
+    /// Values over several binades, so that any change in the order of a sum changes its bits;
+    /// a few infinities and NaNs with payloads when `special`.
+    fn values(r: usize, c: usize, seed: u64, special: bool) -> Array2<f32> {
+        Array2::from_shape_fn((r, c), |(i, j)| {
+            let h =
+                (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            if special && (h >> 8).is_multiple_of(97) {
+                return [f32::INFINITY, f32::from_bits(0x7FC0_1234)][(h >> 16) as usize % 2];
+            }
+            let mantissa = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+            mantissa * 2f32.powi(((h >> 20) % 13) as i32 - 6)
+        })
+    }
+
+    fn bits(a: &Array2<f32>) -> Vec<u32> {
+        a.iter().map(|x| x.to_bits()).collect()
+    }
+
+    fn packed_equals_unpacked<M: Mode>(isa: Isa, threads: usize) {
+        let s = Session::<M>::new()
+            .with_isa(isa)
+            .unwrap()
+            .with_threads(threads)
+            .unwrap()
+            .with_parallel_threshold(0);
+        for (m, k, n, special) in [
+            (1, 1, 1, false),
+            (7, 13, 37, true),
+            (1, 33, 19, false),
+            (50, 70, 1030, false),
+            (13, 0, 5, false),
+            (3, 4100, 21, true),
+        ] {
+            let a = values(m, k, 1, special);
+            let b = values(k, n, 2, false);
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 / 8.0).collect();
+            let ep = s.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
+            let mut f = Array2::zeros((k, n).f());
+            f.assign(&b);
+            let mut big = Array2::from_elem((k, 2 * n), f32::NAN);
+            big.slice_mut(s![.., ..;2]).assign(&b);
+            for (name, view) in [
+                ("C order", b.view()),
+                ("F order", f.view()),
+                ("strided", big.slice(s![.., ..;2])),
+            ] {
+                let packed = s.pack(&view).unwrap();
+                assert_eq!(packed.dim(), (k, n));
+                let want = s.matmul_owned(&a, &view, &Identity).unwrap();
+                let got = s.matmul_owned(&a, &packed, &Identity).unwrap();
+                let what = format!("{} {isa} {threads}t {m}x{k}x{n} {name}", M::NAME);
+                assert_eq!(bits(&got), bits(&want), "{what}");
+                let want = s.matmul_owned(&a, &view, &ep).unwrap();
+                let got = s.matmul_owned(&a, &packed, &ep).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{what} with an epilogue");
+            }
+        }
+    }
+
+    #[test]
+    fn packed_products_have_the_bits_of_unpacked_ones() {
+        for isa in Isa::available() {
+            for threads in [1, 2] {
+                packed_equals_unpacked::<Exact>(isa, threads);
+                packed_equals_unpacked::<Fast>(isa, threads);
+            }
+        }
+    }
+
+    #[test]
+    fn another_instruction_set_is_an_error() {
+        let b = values(4, 3, 2, false);
+        let a = values(2, 4, 1, false);
+        let mut c = Array2::zeros((2, 3));
+        for isa in Isa::available() {
+            let s = Session::exact().with_isa(isa).unwrap();
+            for other in Isa::ALL {
+                let packed = PackedMatrix::new(other, &b).unwrap();
+                assert_eq!(packed.isa(), other);
+                let r = s.matmul_into(&a, &packed, &mut c, &Identity);
+                if other == isa {
+                    r.unwrap();
+                } else {
+                    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{isa} {other}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shape_mismatch_with_a_packed_matrix_is_an_error() {
+        let s = Session::fast();
+        let packed = s.pack(&values(4, 3, 2, false)).unwrap();
+        let mut c = Array2::zeros((2, 3));
+        let r = s.matmul_into(&values(2, 5, 1, false), &packed, &mut c, &Identity);
+        assert!(matches!(r, Err(Error::ShapeMismatch { .. })));
+    }
+}
