@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use crate::Isa;
+use crate::lanes::Isa;
 
 /// What can go wrong in a call of this crate. Every fallible call returns it; none panics on
 /// user input.

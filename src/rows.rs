@@ -7,7 +7,7 @@ use std::cell::RefCell;
 
 use ndarray::{ArrayView1, ArrayViewMut1};
 
-use crate::Element;
+use crate::element::Element;
 
 thread_local! {
     /// Free row buffers of this thread. A kernel that needs a second row while it holds one

@@ -11,12 +11,15 @@ use std::marker::PhantomData;
 use ndarray::{ArrayRef2, Axis};
 
 use super::{Bias, TileEpilogue};
+use crate::error::Error;
+use crate::lanes::Isa;
 use crate::lanes::{Lanes, Supported, WithLanes};
+use crate::mode::Mode;
 use crate::ops::Kernel;
+use crate::ops::func::Func;
 use crate::ops::func::KernelVisitor;
 use crate::ops::map::map_lanes_in_place;
 use crate::rows::with_row_mut;
-use crate::{Error, Func, Isa, Mode};
 
 /// Applies an element-wise function of the crate to every element, in mode `M` on one
 /// instruction set: exactly what [`Session::apply`](crate::Session::apply) does to the finished

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use ndarray::{ArrayRef2, ArrayView1};
 
 use super::{TileEpilogue, for_each_row, length_error, matrix_dims};
-use crate::Error;
+use crate::error::Error;
 use crate::lanes::ExactFpEnv;
 
 /// Which index of C a bias vector follows.

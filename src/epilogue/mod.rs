@@ -26,7 +26,7 @@ pub use activation::{Activation, BiasActivation};
 pub use bias::Bias;
 pub use residual::{Residual, Scale};
 
-use crate::Error;
+use crate::error::Error;
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::Mode;
 use crate::ops::nan::canonical_nan_lanes;

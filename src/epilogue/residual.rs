@@ -3,7 +3,7 @@
 use ndarray::{ArrayRef2, ArrayView2, ArrayView3, Axis, Zip, s};
 
 use super::TileEpilogue;
-use crate::Error;
+use crate::error::Error;
 use crate::lanes::ExactFpEnv;
 
 /// Multiplies every element by a constant: `C[i, j] * s`, one IEEE multiplication, rounded to

@@ -37,34 +37,14 @@ use std::cell::Cell;
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, ShapeBuilder, s};
 use rayon::prelude::*;
 
-use super::kernel::{MicroKernel, microkernel};
+use super::blocking::{Blocking, KB};
+use super::kernel::{MicroKernel, TileProduct};
 use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
-use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::{Error, Mode};
-
-/// Block sizes for one microkernel shape and lane width.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Blocking {
-    /// Rows of the microkernel.
-    pub mr: usize,
-    /// Columns of the microkernel: `NV` registers of the lane width.
-    pub nr: usize,
-    /// Depth of one K block (packed A block and B micro-panels).
-    pub kc: usize,
-    /// Rows of an output tile (a multiple of `mr`).
-    pub mc: usize,
-    /// Columns of an output tile (a multiple of `nr`).
-    pub nt: usize,
-    /// Depth of a K super-block (rows of packed B held at once).
-    pub kb: usize,
-    /// Values of packed B held at once (per round), at most.
-    pub budget: usize,
-}
-
-/// Depth of a K super-block in production (and in the layout of a `PackedMatrix`).
-pub(crate) const KB: usize = 4096;
+use crate::error::Error;
+use crate::lanes::Supported;
+use crate::mode::Mode;
 
 /// Extra columns in a tile buffer's row stride, so that the rows of a microtile do not all map
 /// to the same cache sets.
@@ -72,28 +52,6 @@ const LDC_PAD: usize = 16;
 
 /// Packed B buffers up to this many values are kept for the next call on the same thread.
 const RETAIN_PACK: usize = 1 << 20;
-
-impl Blocking {
-    /// The blocking for the microkernel `K` on lanes of `width` `f32`s.
-    ///
-    /// An output tile is 8 microkernel rows by 1024 columns. For AVX2 (6 x 16) its buffer
-    /// (48 x 1040 values, 200 KB) and the packed A block (48 x 256, 48 KB) stay in a 512 KB L2
-    /// while the packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A
-    /// panels of the tile. A tile 1024 wide covers the columns of a 1024-wide product at once,
-    /// so A is packed once per K block. For AVX-512 (14 x 32) the tile is 112 x 1024 (470 KB,
-    /// for the 1 MB L2 of the CPUs that have it).
-    pub(crate) fn of<K: MicroKernel>(width: usize) -> Blocking {
-        Blocking {
-            mr: K::MR,
-            nr: K::NV * width,
-            kc: 256,
-            mc: 8 * K::MR,
-            nt: 1024,
-            kb: KB,
-            budget: 1 << 22,
-        }
-    }
-}
 
 /// One product `C = A B` of a batch: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`.
 pub(crate) struct Item<'a> {
@@ -356,7 +314,7 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
     }
     if pass.depth > 0 {
         pass.isa.dispatch(TileProduct::<M, K> {
-            blk,
+            kc: blk.kc,
             a: t.a,
             bpack: t.bpack,
             apack,
@@ -432,59 +390,4 @@ pub(crate) fn tile_view(
     // `ldc >= w` and `buf` holds `h` rows: this cannot fail.
     ArrayViewMut2::from_shape((h, w).strides((ldc, 1)), buf)
         .map_err(|e| Error::InvalidArgument(e.to_string()))
-}
-
-/// The product part of one tile (all its K blocks of the super-block), run inside the
-/// instruction set's trampoline by the microkernel `K`.
-pub(crate) struct TileProduct<'t, M, K> {
-    blk: Blocking,
-    a: ArrayView2<'t, f32>,
-    bpack: &'t [f32],
-    apack: &'t mut [f32],
-    cbuf: &'t mut [f32],
-    ldc: usize,
-    mc_pad: usize,
-    nt_pad: usize,
-    zero: bool,
-    types: core::marker::PhantomData<(M, K)>,
-}
-
-impl<M: Mode, K: MicroKernel> WithLanes for TileProduct<'_, M, K> {
-    type Output = ();
-    const USES_FMA: bool = M::FAST;
-
-    #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
-        K::k_blocks::<L, M>(l, self)
-    }
-}
-
-/// For each K block: pack the tile's A block, then every (B panel, A panel) microkernel call.
-#[inline(always)]
-pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
-    l: L,
-    op: TileProduct<'_, M, K>,
-) {
-    let nr = NV * L::WIDTH;
-    debug_assert_eq!(nr, op.blk.nr);
-    let depth = op.a.ncols();
-    let kc = op.blk.kc;
-    for (p, pc) in (0..depth).step_by(kc).enumerate() {
-        let kcur = kc.min(depth - pc);
-        let len = pack_panels(op.a.slice(s![.., pc..pc + kcur]), MR, op.apack);
-        let (apanels, _) = op.apack[..len].as_chunks::<MR>();
-        for jr in 0..op.nt_pad / nr {
-            let bpanel = &op.bpack[jr * depth * nr + pc * nr..][..kcur * nr];
-            for ir in 0..op.mc_pad / MR {
-                microkernel::<L, M, MR, NV>(
-                    l,
-                    &apanels[ir * kcur..(ir + 1) * kcur],
-                    bpanel,
-                    &mut op.cbuf[ir * MR * op.ldc + jr * nr..],
-                    op.ldc,
-                    op.zero && p == 0,
-                );
-            }
-        }
-    }
 }

@@ -11,7 +11,10 @@
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
-use super::driver::{TileProduct, k_blocks};
+use ndarray::{ArrayView2, s};
+
+use super::pack::pack_panels;
+use crate::lanes::WithLanes;
 
 /// A microkernel shape, chosen per instruction set at the type level: `MR` rows of C by `NV`
 /// registers of columns. The driver is generic over it, so each shape is compiled once per
@@ -94,6 +97,61 @@ pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
         let row = &mut c[i * ldc..i * ldc + nr];
         for (v, acc) in acc.iter().enumerate() {
             l.store(*acc, &mut row[v * w..]);
+        }
+    }
+}
+
+/// The product part of one tile (all its K blocks of the super-block), run inside the
+/// instruction set's trampoline by the microkernel `K`.
+pub(crate) struct TileProduct<'t, M, K> {
+    /// Depth of one K block.
+    pub kc: usize,
+    pub a: ArrayView2<'t, f32>,
+    pub bpack: &'t [f32],
+    pub apack: &'t mut [f32],
+    pub cbuf: &'t mut [f32],
+    pub ldc: usize,
+    pub mc_pad: usize,
+    pub nt_pad: usize,
+    pub zero: bool,
+    pub types: core::marker::PhantomData<(M, K)>,
+}
+
+impl<M: Mode, K: MicroKernel> WithLanes for TileProduct<'_, M, K> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        K::k_blocks::<L, M>(l, self)
+    }
+}
+
+/// For each K block: pack the tile's A block, then every (B panel, A panel) microkernel call.
+#[inline(always)]
+pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
+    l: L,
+    op: TileProduct<'_, M, K>,
+) {
+    let nr = NV * L::WIDTH;
+    let depth = op.a.ncols();
+    let kc = op.kc;
+    for (p, pc) in (0..depth).step_by(kc).enumerate() {
+        let kcur = kc.min(depth - pc);
+        let len = pack_panels(op.a.slice(s![.., pc..pc + kcur]), MR, op.apack);
+        let (apanels, _) = op.apack[..len].as_chunks::<MR>();
+        for jr in 0..op.nt_pad / nr {
+            let bpanel = &op.bpack[jr * depth * nr + pc * nr..][..kcur * nr];
+            for ir in 0..op.mc_pad / MR {
+                microkernel::<L, M, MR, NV>(
+                    l,
+                    &apanels[ir * kcur..(ir + 1) * kcur],
+                    bpanel,
+                    &mut op.cbuf[ir * MR * op.ldc + jr * nr..],
+                    op.ldc,
+                    op.zero && p == 0,
+                );
+            }
         }
     }
 }

@@ -46,6 +46,7 @@
 //! 16 MB) per round; a thread keeps its packed A block and tile buffer (about 250 KB for AVX2)
 //! and a packed B buffer of up to 4 MB between calls.
 
+mod blocking;
 mod driver;
 mod gemv;
 mod kernel;
@@ -53,24 +54,17 @@ mod pack;
 mod packed;
 
 use crate::epilogue::TileEpilogue;
+use crate::error::Error;
+use crate::lanes::Isa;
 use crate::lanes::Supported;
-use crate::{Error, Isa, Mode};
-use driver::{Blocking, gemm_with};
-use kernel::{MicroKernel, Mr4Nv4, Mr6Nv2, Mr14Nv2};
+use crate::mode::Mode;
+use blocking::Blocking;
+use driver::gemm_with;
+use kernel::{Mr4Nv4, Mr6Nv2, Mr14Nv2};
 
 pub(crate) use driver::Item;
 pub(crate) use packed::{Operand, operand};
 pub use packed::{PackedMatrix, Rhs};
-
-/// Columns of the B panels the GEMM of `isa` reads (its microkernel's `NV` registers).
-pub(crate) fn panel_width(isa: Isa) -> usize {
-    let nv = match isa {
-        Isa::Avx512 => Mr14Nv2::NV,
-        Isa::Avx2 | Isa::Sse2 => Mr6Nv2::NV,
-        Isa::Scalar => Mr4Nv4::NV,
-    };
-    nv * isa.width()
-}
 
 /// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension) in mode `M`
 /// on `isa`, with the microkernel of the instruction set; the tiles are spread over the current

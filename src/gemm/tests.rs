@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ndarray::{Array2, ArrayRef2, ShapeBuilder, s};
 
-use super::driver::{self, Blocking, Item};
+use super::blocking::Blocking;
+use super::driver::{self, Item};
 use super::kernel::{MicroKernel, Mr4Nv4, Mr6Nv2, Mr14Nv2};
 use crate::epilogue::TileEpilogue;
-use crate::{Exact, Fast, Isa, Mode};
+use crate::lanes::Isa;
+use crate::mode::{Exact, Fast, Mode};
 
 /// Deterministic values of mixed signs and magnitudes.
 fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {

@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use super::{ExactFpEnv, Scalar, WithLanes};
-use crate::Error;
+use crate::error::Error;
 
 /// An instruction set a kernel can run on.
 ///

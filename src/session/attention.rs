@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use super::Session;
 use super::softmax::Mask;
 use crate::epilogue::Identity;
+use crate::lanes::exact_scalar;
 use crate::ops::CANONICAL_NAN;
 use crate::ops::axpy::madd_rows_on;
 use crate::ops::softmax::{MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on};
@@ -338,7 +339,10 @@ impl<M: Mode> Session<M> {
             }
         }
         Ok(Plan {
-            scale: opts.scale.unwrap_or(1.0 / (dim as f32).sqrt()),
+            // In the exact environment: the caller's rounding mode must not change the scale.
+            scale: opts
+                .scale
+                .unwrap_or_else(|| exact_scalar(dim as f32, |d| 1.0 / d.sqrt())),
             causal_offset,
             keep,
             additive,

@@ -1,0 +1,98 @@
+//! Tests of the one-row (GEMV) path of the GEMM through the public API (moved out of `src/gemm/`, which knows no session).
+
+use ndarray::{Array2, ShapeBuilder, s};
+
+use activation_kernels::epilogue::{Bias, Identity};
+use activation_kernels::{Exact, Fast, Func, Isa, Mode, Session};
+
+fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {
+    Array2::from_shape_fn((r, c), |(i, j)| {
+        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mantissa = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+        mantissa * 2f32.powi(((h >> 20) % 13) as i32 - 6)
+    })
+}
+
+/// The plain loop, `k` increasing from `+0`.
+fn reference<M: Mode>(a: &Array2<f32>, b: &Array2<f32>) -> Vec<u32> {
+    (0..b.ncols())
+        .map(|j| {
+            let mut c = 0.0f32;
+            for p in 0..a.ncols() {
+                c = if M::FAST {
+                    a[[0, p]].mul_add(b[[p, j]], c)
+                } else {
+                    c + a[[0, p]] * b[[p, j]]
+                };
+            }
+            c.to_bits()
+        })
+        .collect()
+}
+
+fn bits(a: &Array2<f32>) -> Vec<u32> {
+    a.iter().map(|x| x.to_bits()).collect()
+}
+
+fn one_row<M: Mode>(isa: Isa, threads: usize) {
+    let s = Session::<M>::new()
+        .with_isa(isa)
+        .unwrap()
+        .with_threads(threads)
+        .unwrap()
+        .with_parallel_threshold(0);
+    for (k, n) in [(1, 1), (13, 7), (33, 129), (70, 1100), (0, 9), (4099, 37)] {
+        let a = values(1, k, 1);
+        let b = values(k, n, 2);
+        let want = reference::<M>(&a, &b);
+        let packed = s.pack(&b).unwrap();
+        let mut wide = Array2::from_elem((k, n + 3), f32::NAN);
+        wide.slice_mut(s![.., ..n]).assign(&b);
+        let mut f = Array2::zeros((k, n).f());
+        f.assign(&b);
+        let what = format!("{} {isa} {threads}t 1x{k}x{n}", M::NAME);
+        assert_eq!(
+            bits(&s.matmul_owned(&a, &packed, &Identity).unwrap()),
+            want,
+            "{what}"
+        );
+        assert_eq!(
+            bits(&s.matmul_owned(&a, &b, &Identity).unwrap()),
+            want,
+            "{what}"
+        );
+        let view = wide.slice(s![.., ..n]);
+        assert_eq!(
+            bits(&s.matmul_owned(&a, &view, &Identity).unwrap()),
+            want,
+            "{what}"
+        );
+        assert_eq!(
+            bits(&s.matmul_owned(&a, &f, &Identity).unwrap()),
+            want,
+            "{what}"
+        );
+        // With an epilogue, and as row 0 of a larger product.
+        let bias: Vec<f32> = (0..n).map(|j| j as f32 / 16.0).collect();
+        let ep = s.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
+        let mut a3 = values(3, k, 5);
+        a3.row_mut(0).assign(&a.row(0));
+        let big = s.matmul_owned(&a3, &b, &ep).unwrap();
+        let one = s.matmul_owned(&a, &packed, &ep).unwrap();
+        assert_eq!(
+            bits(&one),
+            bits(&big.slice(s![..1, ..]).to_owned()),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn one_row_products_have_the_bits_of_the_plain_loop() {
+    for isa in Isa::available() {
+        for threads in [1, 2] {
+            one_row::<Exact>(isa, threads);
+            one_row::<Fast>(isa, threads);
+        }
+    }
+}
