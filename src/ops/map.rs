@@ -8,12 +8,34 @@ use super::func::{Func, KernelVisitor};
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::Mode;
 
-/// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`.
+/// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`, [`Kernel::UNROLL`]
+/// registers per loop iteration.
 #[inline(always)]
 pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
+    match K::UNROLL {
+        4 => map_unrolled::<L, K, 4>(l, src, dst),
+        2 => map_unrolled::<L, K, 2>(l, src, dst),
+        _ => map_unrolled::<L, K, 1>(l, src, dst),
+    }
+}
+
+/// `N` registers per iteration, then single registers, then the zero-padded tail.
+#[inline(always)]
+fn map_unrolled<L: Lanes, K: Kernel, const N: usize>(l: L, src: &[f32], dst: &mut [f32]) {
     let w = L::WIDTH;
-    let mut s = src.chunks_exact(w);
-    let mut d = dst.chunks_exact_mut(w);
+    let mut s = src.chunks_exact(w * N);
+    let mut d = dst.chunks_exact_mut(w * N);
+    for (s, d) in (&mut s).zip(&mut d) {
+        let mut x = [l.splat(0.0); N];
+        for (i, x) in x.iter_mut().enumerate() {
+            *x = K::apply(l, l.load(&s[i * w..]));
+        }
+        for (i, x) in x.into_iter().enumerate() {
+            l.store(x, &mut d[i * w..]);
+        }
+    }
+    let mut s = s.remainder().chunks_exact(w);
+    let mut d = d.into_remainder().chunks_exact_mut(w);
     for (s, d) in (&mut s).zip(&mut d) {
         l.store(K::apply(l, l.load(s)), d);
     }
@@ -23,10 +45,38 @@ pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
     }
 }
 
-/// Runs `K` over `data` in place on the lanes `l`.
+/// Runs `K` over `data` in place on the lanes `l`, [`Kernel::UNROLL`] registers per loop
+/// iteration.
 #[inline(always)]
 pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
-    map_registers_in_place(l, data, |x| K::apply(l, x));
+    let f = |x| K::apply(l, x);
+    match K::UNROLL {
+        4 => map_registers_in_place_by::<L, 4>(l, data, f),
+        2 => map_registers_in_place_by::<L, 2>(l, data, f),
+        _ => map_registers_in_place_by::<L, 1>(l, data, f),
+    }
+}
+
+/// `data = f(data)`, `N` registers per loop iteration, then single registers, the tail
+/// through one zero-padded register.
+#[inline(always)]
+pub fn map_registers_in_place_by<L: Lanes, const N: usize>(
+    l: L,
+    data: &mut [f32],
+    f: impl Fn(L::F) -> L::F,
+) {
+    let w = L::WIDTH;
+    let mut d = data.chunks_exact_mut(w * N);
+    for d in &mut d {
+        let mut x = [l.splat(0.0); N];
+        for (i, x) in x.iter_mut().enumerate() {
+            *x = f(l.load(&d[i * w..]));
+        }
+        for (i, x) in x.into_iter().enumerate() {
+            l.store(x, &mut d[i * w..]);
+        }
+    }
+    map_registers_in_place(l, d.into_remainder(), f);
 }
 
 /// `data = f(data)` a register at a time, the tail through one zero-padded register.

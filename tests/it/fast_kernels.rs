@@ -75,7 +75,7 @@ fn fast_special_values_and_clamps() {
     assert_eq!(fast::gelu_erf(1e30), 1e30);
     assert_eq!(fast::gelu_erf(0.0).to_bits(), 0);
     assert_eq!(fast::gelu_erf(f32::NAN).to_bits(), nan);
-    // The fused forms keep the exact forms' special values.
+    // The fast forms keep the exact forms' special values.
     for (name, f, e) in [
         (
             "tanh",
@@ -94,7 +94,6 @@ fn fast_special_values_and_clamps() {
             f32::INFINITY,
             f32::NEG_INFINITY,
             f32::NAN,
-            -1.0,
             1e-40,
             -1e-40,
         ] {
