@@ -46,14 +46,38 @@ fn map_unrolled<L: Lanes, K: Kernel, const N: usize>(l: L, src: &[f32], dst: &mu
 }
 
 /// Runs `K` over `data` in place on the lanes `l`, [`Kernel::UNROLL`] registers per loop
-/// iteration.
+/// iteration. (No closure: a kernel inside a closure called from several places may be left
+/// out of line, outside the instruction set's `#[target_feature]` function.)
 #[inline(always)]
 pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
-    let f = |x| K::apply(l, x);
     match K::UNROLL {
-        4 => map_registers_in_place_by::<L, 4>(l, data, f),
-        2 => map_registers_in_place_by::<L, 2>(l, data, f),
-        _ => map_registers_in_place_by::<L, 1>(l, data, f),
+        4 => map_in_place_unrolled::<L, K, 4>(l, data),
+        2 => map_in_place_unrolled::<L, K, 2>(l, data),
+        _ => map_in_place_unrolled::<L, K, 1>(l, data),
+    }
+}
+
+/// `N` registers per iteration, then single registers, then the zero-padded tail.
+#[inline(always)]
+fn map_in_place_unrolled<L: Lanes, K: Kernel, const N: usize>(l: L, data: &mut [f32]) {
+    let w = L::WIDTH;
+    let mut d = data.chunks_exact_mut(w * N);
+    for d in &mut d {
+        let mut x = [l.splat(0.0); N];
+        for (i, x) in x.iter_mut().enumerate() {
+            *x = K::apply(l, l.load(&d[i * w..]));
+        }
+        for (i, x) in x.into_iter().enumerate() {
+            l.store(x, &mut d[i * w..]);
+        }
+    }
+    let mut d = d.into_remainder().chunks_exact_mut(w);
+    for d in &mut d {
+        l.store(K::apply(l, l.load(d)), d);
+    }
+    let d = d.into_remainder();
+    if !d.is_empty() {
+        l.store_partial(K::apply(l, l.load_partial(d, 0.0)), d);
     }
 }
 

@@ -69,18 +69,39 @@ pub fn tree(mut p: [f32; PARTIALS]) -> f32 {
 /// row, their other lanes anything). Lanes past the end of the row contribute `+0`, whatever
 /// `reg` put there.
 #[inline(always)]
-pub fn canonical_sum_with<L: Lanes>(
-    l: L,
-    n: usize,
-    mut reg: impl FnMut(usize, usize) -> L::F,
-) -> f32 {
+pub fn canonical_sum_with<L: Lanes>(l: L, n: usize, reg: impl FnMut(usize, usize) -> L::F) -> f32 {
+    canonical_sum_of_source(l, n, Closure(reg))
+}
+
+/// Where [`canonical_sum_of_source`] takes its registers from: `reg(start, len)` as in
+/// [`canonical_sum_with`]. A type with an `#[inline(always)]` method, for a large body (an
+/// exp): a closure that large may be left out of line by the compiler, and a closure does not
+/// get the `#[target_feature]` of the function it is written in, so its lane operations would
+/// become calls.
+pub trait RegisterSource<L: Lanes> {
+    /// The register of elements `start..start + len`.
+    fn reg(&mut self, l: L, start: usize, len: usize) -> L::F;
+}
+
+struct Closure<F>(F);
+
+impl<L: Lanes, F: FnMut(usize, usize) -> L::F> RegisterSource<L> for Closure<F> {
+    #[inline(always)]
+    fn reg(&mut self, _l: L, start: usize, len: usize) -> L::F {
+        (self.0)(start, len)
+    }
+}
+
+/// [`canonical_sum_with`] over a [`RegisterSource`].
+#[inline(always)]
+pub fn canonical_sum_of_source<L: Lanes>(l: L, n: usize, mut src: impl RegisterSource<L>) -> f32 {
     let w = L::WIDTH;
     let regs = CanonicalSum::<L>::REGS;
     let mut sum = CanonicalSum::new(l);
     let full = n - n % PARTIALS;
     for start in (0..full).step_by(PARTIALS) {
         for r in 0..regs {
-            sum.add_register(l, r, reg(start + r * w, w));
+            sum.add_register(l, r, src.reg(l, start + r * w, w));
         }
     }
     for r in 0..regs {
@@ -89,7 +110,7 @@ pub fn canonical_sum_with<L: Lanes>(
             break;
         }
         let len = (n - start).min(w);
-        let v = reg(start, len);
+        let v = src.reg(l, start, len);
         let v = if len == w {
             v
         } else {

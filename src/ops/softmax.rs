@@ -13,8 +13,8 @@
 //! wherever `x_i == m`.
 
 use super::exp::{exp_nonpositive, fast_exp};
-use super::map::map_registers_in_place;
-use super::reduce::{canonical_sum_with, max_and_nan};
+use super::map::map_registers_in_place_by;
+use super::reduce::{RegisterSource, canonical_sum_of_source, max_and_nan};
 use super::{CANONICAL_NAN, log::log};
 use crate::lanes::{Lanes, MAX_WIDTH, Scalar, Supported, WithLanes};
 use crate::mode::{Exact, Mode};
@@ -59,15 +59,36 @@ fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F) -> L::F {
 /// The canonical sum of `exp(x_i - m)`; with `STORE` the exps overwrite the row.
 #[inline(always)]
 fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], m: f32) -> f32 {
-    let mv = l.splat(m);
-    canonical_sum_with(l, row.len(), |start, len| {
-        let part = &mut row[start..start + len];
-        let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), mv);
+    let n = row.len();
+    canonical_sum_of_source(
+        l,
+        n,
+        ExpShifted::<L, M, STORE> {
+            row,
+            m: l.splat(m),
+            mode: core::marker::PhantomData,
+        },
+    )
+}
+
+/// The registers of `exp(x_i - m)` for the canonical sum (a type, not a closure, so that the
+/// exp is inlined into the instruction set's function).
+struct ExpShifted<'a, L: Lanes, M, const STORE: bool> {
+    row: &'a mut [f32],
+    m: L::F,
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<L: Lanes, M: Mode, const STORE: bool> RegisterSource<L> for ExpShifted<'_, L, M, STORE> {
+    #[inline(always)]
+    fn reg(&mut self, l: L, start: usize, len: usize) -> L::F {
+        let part = &mut self.row[start..start + len];
+        let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), self.m);
         if STORE {
             l.store_partial(e, part);
         }
         e
-    })
+    }
 }
 
 /// Softmax (or log-softmax) of one row, in place.
@@ -89,7 +110,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
     if log_form {
         let s = exp_shifted_sum::<L, M, false>(l, row, m);
         let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
-        map_registers_in_place(l, row, |x| {
+        map_registers_in_place_by::<L, 2>(l, row, |x| {
             let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
             l.sub(d, log_s)
         });
@@ -97,10 +118,10 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
         let s = exp_shifted_sum::<L, M, true>(l, row, m);
         if M::FAST {
             let inv = l.splat(1.0 / s);
-            map_registers_in_place(l, row, |e| l.mul(e, inv));
+            map_registers_in_place_by::<L, 4>(l, row, |e| l.mul(e, inv));
         } else {
             let sv = l.splat(s);
-            map_registers_in_place(l, row, |e| l.div(e, sv));
+            map_registers_in_place_by::<L, 4>(l, row, |e| l.div(e, sv));
         }
     }
 }

@@ -297,17 +297,19 @@ pub const GELU_TANH_TAIL_BOUNDS: [f64; 2] = [62.0, 218.5];
 pub const RATIONAL_GELU_ABS_BOUND: f64 = 9.536_743_164_062_5e-7;
 
 /// The bounds this crate pins for fast mode's own forms (issue 14: the fast exp inside every
-/// operator, a rational erf), from its own measurement (the stride ACCURACY.md states),
-/// rounded up to the next 0.1 ulp; the same bound for the hot and the wide row of a function.
-/// tanh: the fast exp's error, amplified just above the switch to `1 - 2/(E+1)` at 0.6.
+/// operator, a rational erf): the maximum of a sweep of every 7th value of the hot row (314
+/// million values; ACCURACY.md), rounded up to the next 0.1 ulp, one bound for the hot and the
+/// wide row of a function. tanh: 1.939 ulp at `x = -0.6102522`, the fast exp's error just
+/// above the switch to `1 - 2/(E+1)` at 0.6.
 pub const FAST_TANH_BOUND: f64 = 2.0;
-/// erf: the rational's f32 evaluation (two Horner chains, a product, a division) near 1.
-pub const FAST_ERF_BOUND: f64 = 5.0;
-/// sigmoid: the fast exp's 2.3 ulp, doubled where `s/(1+s)` and `s` sit in different places
-/// of their binades.
-pub const FAST_SIGMOID_BOUND: f64 = 3.4;
-/// SiLU: the fast sigmoid times `x`, one more rounding.
-pub const FAST_SILU_BOUND: f64 = 4.5;
+/// erf: 5.755 ulp at `x = -3.8047323`, the rational's f32 evaluation (two Horner chains, a
+/// product, a division) near 1.
+pub const FAST_ERF_BOUND: f64 = 5.8;
+/// sigmoid: 3.447 ulp at `x = -9.861288`, the fast exp's 2.3 ulp, up to doubled where
+/// `s/(1+s)` and `s` sit in different places of their binades.
+pub const FAST_SIGMOID_BOUND: f64 = 3.5;
+/// SiLU: 4.633 ulp at `x = -11.4943495`, the fast sigmoid times `x`, one more rounding.
+pub const FAST_SILU_BOUND: f64 = 4.7;
 /// The negative tails of GELU, `[-6, -3]` and `[-12, -6]`.
 pub const TAILS: ((f32, f32), (f32, f32)) = ((-6.0, -3.0), (-12.0, -6.0));
 /// Fast mode's far tail of the tanh form of GELU stops at `-9.9`, and its wide sigmoid and SiLU
