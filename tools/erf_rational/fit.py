@@ -141,7 +141,6 @@ def ulp_err(y32, ref):
     """|y - ref| in ulps of the f32 spacing at ref (ref > 0)."""
     r32 = ref.astype(np.float32)
     sp = np.spacing(r32).astype(np.float64)
-    # spacing below a power of two is half: use the spacing of the correctly rounded value
     return np.abs(y32.astype(np.float64) - ref) / sp
 
 
@@ -189,7 +188,6 @@ def main():
     print()
 
     def lit(v):
-        s = repr(float(np.float32(v)))
         s = str(np.float32(v))
         assert np.float32(s) == v
         return s
