@@ -150,7 +150,7 @@ fn fast_forms_meet_their_published_bounds_on_a_strided_sweep() {
     assert_eq!(rows.len(), 11);
     for row in rows {
         let out = row.run(1009, &opts).unwrap();
-        assert!(out.count > 8_000, "{}: {} values", row.id(), out.count);
+        assert!(out.count > 5_000, "{}: {} values", row.id(), out.count);
         assert!(
             out.max <= row.bound,
             "{}: {} ulp at {:?}, bound {}",
