@@ -422,9 +422,9 @@ fn accuracy_md_is_current() {
         .find(|p| p.func == "log" && p.mode == "exact" && p.sweep == "hot")
         .unwrap();
     assert_eq!((log.stride, log.values.as_str()), (1, "67,108,865"));
-    assert!(
-        table
-            .iter()
-            .all(|p| p.sweep != Sweep::Wide.name() || p.stride == 67)
-    );
+    // Wide rows at the spec's 67, or (the fast rows re-measured for issue 14, ACCURACY.md
+    // says so) at a multiple of it.
+    assert!(table.iter().all(|p| p.sweep != Sweep::Wide.name()
+        || p.stride == 67
+        || (p.mode == "fast" && p.stride % 67 == 0)));
 }
