@@ -76,7 +76,8 @@ pub(crate) fn madd_rows_on<M: Mode>(
 #[cfg(test)]
 mod tests {
     use super::madd_rows_on;
-    use crate::{Exact, Isa};
+    use crate::lanes::Isa;
+    use crate::mode::Exact;
 
     #[test]
     fn continues_the_sequential_sum_on_every_isa() {

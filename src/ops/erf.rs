@@ -4,8 +4,12 @@
 //! with `t = 1/|x|` and `G` of degree 16, where `x^2` is carried exactly as `z + zLo` (a
 //! Dekker split) so `exp(-x^2)` loses nothing to the rounding of the square. `1 + erf(x)` for
 //! negative `x` is `erfc(|x|)` itself, with no cancellation. Bound: 3.0 ulp.
+//!
+//! Fast mode: `erf` is a rational fitted to erf ([`erf_rational`]); `1 + erf` keeps the
+//! algorithm above (it exists to avoid the cancellation a rational would bring back) with fused
+//! steps and the fast exp.
 
-use super::exp::exp;
+use super::exp::exp_in;
 use super::{abs, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
@@ -73,7 +77,7 @@ fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
         l.add(l.add(hh, cross), l.mul(lo, lo))
     };
     let z_lo = l.select(l.ge(ax, l.splat(ZLO_CUTOFF)), l.splat(0.0), z_lo);
-    let exp_neg_z = l.mul(exp::<L, M>(l, l.sub(l.splat(0.0), z)), l.sub(one, z_lo));
+    let exp_neg_z = l.mul(exp_in::<L, M>(l, l.sub(l.splat(0.0), z)), l.sub(one, z_lo));
     l.mul(exp_neg_z, l.mul(t, g))
 }
 
@@ -117,14 +121,76 @@ pub fn one_plus_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     nan_where_nan(l, x, y)
 }
 
+/// The fast erf clamps `|x|` here, where `erf` rounds to 1 in f32 (`erf(3.9192) = 1 - 2^-25`);
+/// from it on the result is `+-1`.
+pub const ERF_FAST_CLAMP: f32 = 3.92;
+/// `P(z)` of the fast erf, highest first: `tools/erf_rational/fit.py` (rational Remez, minimax
+/// *relative* error of `c P(c^2)/Q(c^2)` against `erf(c)` on `[0, 3.92]`, degrees 5 and 5):
+/// 1.86e-8 as fitted, 5.4e-8 with the coefficients rounded to f32, about 5 ulp evaluated in f32
+/// with fused Horner steps (the fit's figures). Bits: `36099430 39955C77 3B76C931 3D580F2A
+/// 3E42FA21 3F906EBA`.
+pub const ERF_FAST_P: [f32; 6] = [
+    2.050_084_7e-6,
+    0.000_284_883_86,
+    0.003_765_654,
+    0.052_748_837,
+    0.190_407_29,
+    1.128_379_1,
+];
+/// `Q(z)` of the fast erf, highest first, `Q(0) = 1`, positive (increasing) on `[0, 3.92^2]`.
+/// Same fit. Bits: `381FC4B4 3A98608A 3C7541C1 3DE9B238 3F00881B 3F800000`.
+pub const ERF_FAST_Q: [f32; 6] = [
+    3.809_174_8e-5,
+    0.001_162_545,
+    0.014_969_29,
+    0.114_109_46,
+    0.502_076_8,
+    1.0,
+];
+
+/// Fast mode's `erf`: `c = min(|x|, 3.92)`, `z = c*c`, `erf = copysign(min(c P(z) / Q(z), 1), x)`
+/// with fused Horner steps, `+-1` from `|x| = 3.92` on; `erf(+-0) = +-0`, canonical NaN for NaN.
+/// A rational fitted to `erf` itself in relative error, rather than the GELU's rational with
+/// its argument scaled by `sqrt 2`: that one is fitted in absolute error on `erf(c/sqrt 2)`,
+/// so its relative error grows towards 0 (its `P(0)/Q(0)` is 1.3e-7 off `sqrt(2/pi)`), and the
+/// scaling adds a rounding. Bound and measurement: ACCURACY.md.
+#[inline(always)]
+pub fn erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
+    let ax = abs(l, x);
+    let clamp = l.splat(ERF_FAST_CLAMP);
+    let at_one = l.ge(ax, clamp);
+    let c = l.select(at_one, clamp, ax);
+    let z = l.mul(c, c);
+    let p = horner::<L, crate::Fast, 6>(l, z, &ERF_FAST_P);
+    let q = horner::<L, crate::Fast, 6>(l, z, &ERF_FAST_Q);
+    let y = l.div(l.mul(c, p), q);
+    let one = l.splat(1.0);
+    let y = l.select(l.mask_or(at_one, l.gt(y, one)), one, y);
+    let y = l.or(y, sign_bit(l, x));
+    nan_where_nan(l, x, y)
+}
+
 kernel_type!(
     /// Kernel of [`erf`].
-    Erf => erf
+    Erf => erf, unroll 1
 );
 kernel_type!(
     /// Kernel of [`one_plus_erf`].
-    OnePlusErf => one_plus_erf
+    OnePlusErf => one_plus_erf, unroll 1
 );
+
+/// Kernel of [`erf_rational`] (always fused).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ErfRational;
+
+impl super::Kernel for ErfRational {
+    const USES_FMA: bool = true;
+    const UNROLL: usize = 2;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        erf_rational(l, x)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -135,6 +201,31 @@ mod tests {
         assert_eq!(ERF_SMALL.to_bits(), 0x3F00_0000);
         assert_eq!(SPLIT.to_bits(), 0x4580_0800);
         assert_eq!(ZLO_CUTOFF.to_bits(), 0x4280_0000);
+        assert_eq!(ERF_FAST_CLAMP.to_bits(), 0x407A_E148);
+        let fp: Vec<u32> = ERF_FAST_P.iter().map(|c| c.to_bits()).collect();
+        let fq: Vec<u32> = ERF_FAST_Q.iter().map(|c| c.to_bits()).collect();
+        assert_eq!(
+            fp,
+            [
+                0x3609_9430,
+                0x3995_5C77,
+                0x3B76_C931,
+                0x3D58_0F2A,
+                0x3E42_FA21,
+                0x3F90_6EBA
+            ]
+        );
+        assert_eq!(
+            fq,
+            [
+                0x381F_C4B4,
+                0x3A98_608A,
+                0x3C75_41C1,
+                0x3DE9_B238,
+                0x3F00_881B,
+                0x3F80_0000
+            ]
+        );
         let p: Vec<u32> = ERF_P.iter().map(|c| c.to_bits()).collect();
         assert_eq!(
             p,

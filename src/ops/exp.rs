@@ -56,10 +56,37 @@ fn reduce<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::I) {
     (p, n_int)
 }
 
+/// Below this `|x|` (every lane of a register) [`exp`] scales by one power of two and selects
+/// no special value: `|n| <= 124` there (`86 * log2 e < 124.1`), so `p * 2^n` is normal.
+pub const EXP_ONE_SCALE: f32 = 86.0;
+
 /// `exp(x)`, the spec's algorithm (fused multiply-adds in fast mode). `+inf` above
 /// [`EXP_OVERFLOW`], `+0` below [`EXP_UNDERFLOW`], canonical NaN for NaN.
+///
+/// A register whose lanes all have `|x| < 86` (no NaN, no overflow, no underflow, no subnormal
+/// result) takes the short path `p * 2^n` with one power of two and no selects. It gives the
+/// spec's bits: there `-124 <= n <= 124`, so `2^n`, `2^a` and `2^b` (`a = n >> 1`, `b = n - a`)
+/// are normal powers of two, and `p` (`1 + (r + r*r*q)` with `|r| <= 0.35`) lies in
+/// `[0.70, 1.42]`. Multiplying a float by a power of two is exact whenever the product is
+/// normal (only the exponent changes), and every product here is: `p * 2^a` and
+/// `p * 2^a * 2^b = p * 2^n` lie within `[0.70 * 2^-124, 1.42 * 2^124]`. So the spec's two
+/// products round nothing, and neither does the single one: both are `p * 2^n` exactly. The
+/// selects are no-ops there too (`x` is neither NaN nor beyond the thresholds). The test
+/// `one_scale_path_equals_the_two_factor_form` checks it on a dense sweep.
 #[inline(always)]
 pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    if l.all(l.lt(super::abs(l, x), l.splat(EXP_ONE_SCALE))) {
+        let (p, n) = reduce::<L, M>(l, x);
+        l.mul(p, pow2i(l, n))
+    } else {
+        exp_two_factor::<L, M>(l, x)
+    }
+}
+
+/// The spec's `exp` as it writes it: two power-of-two factors (a subnormal result rounds
+/// once), then the special values selected.
+#[inline(always)]
+fn exp_two_factor<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n) = reduce::<L, M>(l, x);
     let a = l.sra_i::<1>(n);
     let b = l.sub_i(n, a);
@@ -69,6 +96,19 @@ pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     nan_where_nan(l, x, y)
 }
 
+/// The exp every operator of mode `M` uses inside itself: the spec's [`exp`] in exact mode,
+/// [`fast_exp`] in fast mode (DESIGN.md: "the degree-3 exp for every exp inside every
+/// operator"). The fast exp clamps its argument to `[-87.3, 88.3]`: `+0` below, `exp(88.3)`
+/// (finite) above, where the callers' formulas reach the same limits as with `0` and `+inf`.
+#[inline(always)]
+pub fn exp_in<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    if M::FAST {
+        fast_exp(l, x)
+    } else {
+        exp::<L, M>(l, x)
+    }
+}
+
 /// `exp(x)` for `x <= 0`, as softmax and attention use it: one `2^n` scale, `+0` below
 /// [`EXP_NONPOSITIVE_FLUSH`] (no subnormal results), canonical NaN for NaN. On
 /// `[EXP_NONPOSITIVE_FLUSH, 0]` it equals [`exp`] bit for bit.
@@ -76,10 +116,16 @@ pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 /// For `x > 0` (outside the spec) the crate's choice: the same single-scale formula, which is
 /// [`exp`] to within its bound while `2^n` is finite, and `+inf` from the first `x` whose `n`
 /// reaches 128 (about 88.38) on.
+///
+/// A register whose lanes all lie in `[EXP_NONPOSITIVE_FLUSH, 86]` skips the selects, which
+/// change nothing there (no NaN, no flush, `n <= 124`).
 #[inline(always)]
 pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n) = reduce::<L, M>(l, x);
     let y = l.mul(p, pow2i(l, n));
+    if l.all(l.ge(x, l.splat(EXP_NONPOSITIVE_FLUSH))) && !l.any(l.gt(x, l.splat(EXP_ONE_SCALE))) {
+        return y;
+    }
     let y = l.select(l.gt_i(n, l.splat_i(127)), l.splat(f32::INFINITY), y);
     let y = l.select(l.lt(x, l.splat(EXP_NONPOSITIVE_FLUSH)), l.splat(0.0), y);
     nan_where_nan(l, x, y)
@@ -100,7 +146,7 @@ pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
     let n_int = l.sub_i(l.to_bits(t), l.to_bits(magic));
     let r = l.fma(n, l.splat(-LN2_HI), xc);
     let r = l.fma(n, l.splat(-LN2_LO), r);
-    let q = horner::<L, crate::Fast, 4>(l, r, &FAST_EXP_Q);
+    let q = horner::<L, crate::mode::Fast, 4>(l, r, &FAST_EXP_Q);
     let p = l.add(l.splat(1.0), l.fma(l.mul(r, r), q, r));
     let y = l.mul(p, pow2i(l, n_int));
     let y = l.select(below, l.splat(0.0), y);
@@ -109,11 +155,11 @@ pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`exp`].
-    Exp => exp
+    Exp => exp, unroll 4
 );
 kernel_type!(
     /// Kernel of [`exp_nonpositive`].
-    ExpNonPositive => exp_nonpositive
+    ExpNonPositive => exp_nonpositive, unroll 4
 );
 /// Kernel of [`fast_exp`] (always fused).
 #[derive(Clone, Copy, Debug, Default)]
@@ -121,6 +167,7 @@ pub struct FastExp;
 
 impl super::Kernel for FastExp {
     const USES_FMA: bool = true;
+    const UNROLL: usize = 4;
     #[inline(always)]
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         fast_exp(l, x)
@@ -142,6 +189,7 @@ mod tests {
         assert_eq!(EXP_NONPOSITIVE_FLUSH.to_bits(), 0xC2AE_AC4F);
         assert_eq!(FAST_EXP_LOW.to_bits(), 0xC2AE_999A);
         assert_eq!(FAST_EXP_HIGH.to_bits(), 0x42B0_999A);
+        assert_eq!(EXP_ONE_SCALE.to_bits(), 0x42AC_0000);
         let q: Vec<u32> = EXP_Q.iter().map(|c| c.to_bits()).collect();
         assert_eq!(
             q,
@@ -155,5 +203,43 @@ mod tests {
         );
         let f: Vec<u32> = FAST_EXP_Q.iter().map(|c| c.to_bits()).collect();
         assert_eq!(f, [0x3C08_3142, 0x3D2B_94F8, 0x3E2A_ABD7, 0x3EFF_FEFE]);
+    }
+
+    /// The one-scale path of `exp` (and the select-free path of `exp_nonpositive`) give the
+    /// bits of the spec's two-factor form with its selects, on every 31st float of
+    /// `[-87, 87]` (about 72 million values) and at the edges of the path.
+    #[test]
+    fn one_scale_path_equals_the_two_factor_form() {
+        use crate::Exact;
+        use crate::lanes::Scalar;
+        let l = Scalar::new();
+        let edge = [
+            86.0f32,
+            86.0f32.next_down(),
+            -86.0,
+            (-86.0f32).next_up(),
+            0.0,
+            -0.0,
+        ];
+        let lo = (-87.0f32).to_bits();
+        let hi = 87.0f32.to_bits();
+        // Negative floats: bits from 0x8000_0000 up to lo; positive: 0 up to hi.
+        let neg = (0x8000_0000..=lo).step_by(31).map(f32::from_bits);
+        let pos = (0..=hi).step_by(31).map(f32::from_bits);
+        for x in edge.into_iter().chain(neg).chain(pos) {
+            let want = exp_two_factor::<Scalar, Exact>(l, x);
+            assert_eq!(
+                exp::<Scalar, Exact>(l, x).to_bits(),
+                want.to_bits(),
+                "exp({x:e})"
+            );
+            if (EXP_NONPOSITIVE_FLUSH..=0.0).contains(&x) {
+                assert_eq!(
+                    exp_nonpositive::<Scalar, Exact>(l, x).to_bits(),
+                    want.to_bits(),
+                    "exp_nonpositive({x:e})"
+                );
+            }
+        }
     }
 }

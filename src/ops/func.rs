@@ -4,14 +4,15 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::Kernel;
-use crate::Error;
+use crate::error::Error;
 use crate::mode::Mode;
 
 /// An element-wise function of the crate.
 ///
 /// In [`crate::Exact`] every one is the spec's algorithm (SiLU is the crate's `x * sigmoid(x)`).
-/// In [`crate::Fast`], `Exp` and `ExpNonPositive` are the fast degree-3 exp, `GeluErf` is the
-/// rational GELU, and the others are the accurate algorithms with fused multiply-adds.
+/// In [`crate::Fast`], every exp, alone or inside an operator (sigmoid, tanh, SiLU, GELU tanh,
+/// `1 + erf`), is the fast degree-3 exp; `Erf` is a fitted rational and `GeluErf` the rational
+/// GELU; the rest of each algorithm is the accurate one with fused multiply-adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Func {
     /// `e^x`.
@@ -85,7 +86,8 @@ impl Func {
             (Func::Log, _) => v.visit::<log::Log<M>>(),
             (Func::Sigmoid, _) => v.visit::<sigmoid::Sigmoid<M>>(),
             (Func::Tanh, _) => v.visit::<tanh::Tanh<M>>(),
-            (Func::Erf, _) => v.visit::<erf::Erf<M>>(),
+            (Func::Erf, true) => v.visit::<erf::ErfRational>(),
+            (Func::Erf, false) => v.visit::<erf::Erf<M>>(),
             (Func::OnePlusErf, _) => v.visit::<erf::OnePlusErf<M>>(),
             (Func::GeluErf, true) => v.visit::<gelu::GeluRational>(),
             (Func::GeluErf, false) => v.visit::<gelu::GeluErf<M>>(),

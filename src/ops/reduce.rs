@@ -68,6 +68,10 @@ pub fn tree(mut p: [f32; PARTIALS]) -> f32 {
 /// the register of elements `start..start + len` (`len == WIDTH`, or fewer at the end of the
 /// row, their other lanes anything). Lanes past the end of the row contribute `+0`, whatever
 /// `reg` put there.
+///
+/// A closure does not get the `#[target_feature]` of the function it is written in: left out
+/// of line, its lane operations become calls. Callers with a large body (an exp) mark their
+/// closure `#[inline(always)]`.
 #[inline(always)]
 pub fn canonical_sum_with<L: Lanes>(
     l: L,
@@ -106,9 +110,12 @@ pub fn canonical_sum_with<L: Lanes>(
 /// The canonical sum of `f(x_i)` over `row`.
 #[inline(always)]
 pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -> f32 {
-    canonical_sum_with(l, row.len(), |start, len| {
-        f(l.load_partial(&row[start..start + len], 0.0))
-    })
+    canonical_sum_with(
+        l,
+        row.len(),
+        #[inline(always)]
+        |start, len| f(l.load_partial(&row[start..start + len], 0.0)),
+    )
 }
 
 /// `(max(row), any NaN)`: the maximum with `-0` normalised to `+0`, `-inf` for an empty or

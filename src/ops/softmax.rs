@@ -13,7 +13,7 @@
 //! wherever `x_i == m`.
 
 use super::exp::{exp_nonpositive, fast_exp};
-use super::map::map_registers_in_place;
+use super::map::map_registers_in_place_by;
 use super::reduce::{canonical_sum_with, max_and_nan};
 use super::{CANONICAL_NAN, log::log};
 use crate::lanes::{Lanes, MAX_WIDTH, Scalar, Supported, WithLanes};
@@ -96,7 +96,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
     if log_form {
         let s = exp_shifted_sum::<L, M, false>(l, row, m);
         let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
-        map_registers_in_place(l, row, |x| {
+        map_registers_in_place_by::<L, 2>(l, row, |x| {
             let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
             l.sub(d, log_s)
         });
@@ -104,10 +104,10 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
         let s = exp_shifted_sum::<L, M, true>(l, row, m);
         if M::FAST {
             let inv = l.splat(1.0 / s);
-            map_registers_in_place(l, row, |e| l.mul(e, inv));
+            map_registers_in_place_by::<L, 4>(l, row, |e| l.mul(e, inv));
         } else {
             let sv = l.splat(s);
-            map_registers_in_place(l, row, |e| l.div(e, sv));
+            map_registers_in_place_by::<L, 4>(l, row, |e| l.div(e, sv));
         }
     }
 }
@@ -321,7 +321,7 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Isa;
+    use crate::lanes::Isa;
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed;
@@ -367,22 +367,22 @@ mod tests {
         let mut state = OnlineSoftmax::new();
         let mut t = [f32::NEG_INFINITY; 8];
         assert_eq!(
-            state.update::<crate::Fast>(isa, &mut t, 1.0, ScoreMask::none(8)),
+            state.update::<crate::mode::Fast>(isa, &mut t, 1.0, ScoreMask::none(8)),
             1.0
         );
         assert_eq!(t, [0.0; 8]);
         assert_eq!(state.normalizer(), None);
         let mut t2 = [0.0f32, 1.0];
         assert_eq!(
-            state.update::<crate::Fast>(isa, &mut t2, 1.0, ScoreMask::none(2)),
+            state.update::<crate::mode::Fast>(isa, &mut t2, 1.0, ScoreMask::none(2)),
             0.0
         );
         assert!(state.sum.is_finite() && state.max == 1.0);
         // A NaN score in any tile makes the row NaN, before or after finite tiles.
         let mut t3 = [f32::NAN, 0.0];
-        state.update::<crate::Fast>(isa, &mut t3, 1.0, ScoreMask::none(2));
+        state.update::<crate::mode::Fast>(isa, &mut t3, 1.0, ScoreMask::none(2));
         let mut t4 = [5.0f32, 1.0];
-        state.update::<crate::Fast>(isa, &mut t4, 1.0, ScoreMask::none(2));
+        state.update::<crate::mode::Fast>(isa, &mut t4, 1.0, ScoreMask::none(2));
         assert!(state.normalizer().is_some_and(f32::is_nan));
     }
 

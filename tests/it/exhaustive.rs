@@ -1,6 +1,7 @@
 //! All 2^32 inputs, every function, both modes, every available instruction set against the
 //! scalar path. Long: run by hand with `cargo test --release -- --ignored exhaustive` and record
-//! the time in BENCHMARKS.md.
+//! the time in BENCHMARKS.md. `AK_EXHAUSTIVE_FUNCS=exp,tanh` and `AK_EXHAUSTIVE_MODES=exact`
+//! (comma-separated names) restrict the run; the test prints what it covered.
 
 use crate::common::*;
 use activation_kernels::{Func, Isa};
@@ -11,8 +12,17 @@ use rayon::prelude::*;
 fn exhaustive_every_isa_equals_scalar_on_all_inputs() {
     const BLOCK: u64 = 1 << 20;
     let start = std::time::Instant::now();
+    let only = |var: &str, name: &str| {
+        std::env::var(var).map_or(true, |v| v.split(',').any(|s| s.trim() == name))
+    };
     for (mode, map, _) in modes() {
+        if !only("AK_EXHAUSTIVE_MODES", mode) {
+            continue;
+        }
         for func in Func::ALL {
+            if !only("AK_EXHAUSTIVE_FUNCS", func.name()) {
+                continue;
+            }
             let bad = (0..(1u64 << 32) / BLOCK).into_par_iter().find_map_any(|b| {
                 let x: Vec<f32> = (b * BLOCK..(b + 1) * BLOCK)
                     .map(|i| f32::from_bits(i as u32))

@@ -30,7 +30,7 @@
 //! ```
 #![allow(clippy::excessive_precision)]
 
-use crate::Error;
+use crate::error::Error;
 
 /// `fl(1/ln 2) = 1.442695`, `0x3FB8AA3B`: `k` is the integer nearest `x * LOG2E`.
 pub const LOG2E: f32 = 1.442_695_040_888_963_4;

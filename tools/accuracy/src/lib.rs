@@ -36,6 +36,7 @@ mod table;
 pub use reference::{Reference, abs_diff, spacing, ulp_error};
 pub use sweep::{CHUNK, Options, Outcome, count, from_ordered, nth, ordered, sweep};
 pub use table::{
-    GELU_ERF_TAIL_BOUNDS, GELU_TANH_TAIL_BOUNDS, Metric, RATIONAL_GELU_ABS_BOUND, Row, RowMode,
-    SILU_HOT_BOUND, SILU_WIDE_BOUND, Sweep, funcs, markdown_header, rows, thousands,
+    FAST_ERF_BOUND, FAST_SIGMOID_BOUND, FAST_SILU_BOUND, FAST_TANH_BOUND, GELU_ERF_TAIL_BOUNDS,
+    GELU_TANH_TAIL_BOUNDS, Metric, RATIONAL_GELU_ABS_BOUND, Row, RowMode, SILU_HOT_BOUND,
+    SILU_WIDE_BOUND, Sweep, funcs, markdown_header, rows, thousands,
 };
