@@ -3,6 +3,7 @@
 //! sequence, so an exact sum continued here has the bits of the same sequential sum written as
 //! one loop (and of the GEMM, whose exact partial sums it continues).
 
+use super::nan::canonical_nan_lanes;
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::Mode;
 
@@ -54,11 +55,15 @@ impl<M: Mode> WithLanes for MaddRows<'_, M> {
     const USES_FMA: bool = M::FAST;
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) {
-        madd_rows::<L, M>(l, self.acc, self.coeffs, self.rows)
+        madd_rows::<L, M>(l, self.acc, self.coeffs, self.rows);
+        if !M::FAST {
+            // Where exact mode stores a continued row: every NaN the canonical one.
+            canonical_nan_lanes(l, self.acc);
+        }
     }
 }
 
-/// [`madd_rows`] on `isa`.
+/// [`madd_rows`] on `isa`; in exact mode every NaN of the result is the canonical one.
 pub(crate) fn madd_rows_on<M: Mode>(
     isa: Supported,
     acc: &mut [f32],

@@ -161,8 +161,8 @@ pub fn erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     let at_one = l.ge(ax, clamp);
     let c = l.select(at_one, clamp, ax);
     let z = l.mul(c, c);
-    let p = horner::<L, crate::Fast, 6>(l, z, &ERF_FAST_P);
-    let q = horner::<L, crate::Fast, 6>(l, z, &ERF_FAST_Q);
+    let p = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_P);
+    let q = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_Q);
     let y = l.div(l.mul(c, p), q);
     let one = l.splat(1.0);
     let y = l.select(l.mask_or(at_one, l.gt(y, one)), one, y);

@@ -210,8 +210,8 @@ mod tests {
     /// `[-87, 87]` (about 72 million values) and at the edges of the path.
     #[test]
     fn one_scale_path_equals_the_two_factor_form() {
-        use crate::Exact;
         use crate::lanes::Scalar;
+        use crate::mode::Exact;
         let l = Scalar::new();
         let edge = [
             86.0f32,
