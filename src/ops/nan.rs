@@ -13,7 +13,12 @@ use crate::mode::Mode;
 /// Replaces every NaN of `data` with the canonical NaN, a register at a time.
 #[inline(always)]
 pub fn canonical_nan_lanes<L: Lanes>(l: L, data: &mut [f32]) {
-    map_registers_in_place(l, data, |x| nan_where_nan(l, x, x));
+    map_registers_in_place(
+        l,
+        data,
+        #[inline(always)]
+        |x| nan_where_nan(l, x, x),
+    );
 }
 
 /// `out[i] = out[i] * up[i]`, a NaN product canonical in exact mode (equal lengths).

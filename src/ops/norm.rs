@@ -42,24 +42,44 @@ struct Stats {
 #[inline(always)]
 fn moments<L: Lanes>(l: L, row: &[f32], scale: Option<f32>) -> (f32, f32) {
     let n = row.len() as f32;
-    let at = |v: L::F| match scale {
-        Some(s) => l.mul(v, l.splat(s)),
-        None => v,
-    };
-    let mut mean = canonical_sum_of(l, row, at) / n;
+    let mut mean = canonical_sum_of(
+        l,
+        row,
+        #[inline(always)]
+        |v| scaled(l, v, scale),
+    ) / n;
     if scale.is_some() {
         // Rows at a scale are rare: one more pass corrects the mean by the mean of the
         // differences, so that a row of equal (or nearly equal) large values is centred
         // exactly and its variance is not the square of the mean's rounding error.
         let mv = l.splat(mean);
-        mean += canonical_sum_of(l, row, |v| l.sub(at(v), mv)) / n;
+        mean += canonical_sum_of(
+            l,
+            row,
+            #[inline(always)]
+            |v| l.sub(scaled(l, v, scale), mv),
+        ) / n;
     }
     let mv = l.splat(mean);
-    let var = canonical_sum_of(l, row, |v| {
-        let d = l.sub(at(v), mv);
-        l.mul(d, d)
-    }) / n;
+    let var = canonical_sum_of(
+        l,
+        row,
+        #[inline(always)]
+        |v| {
+            let d = l.sub(scaled(l, v, scale), mv);
+            l.mul(d, d)
+        },
+    ) / n;
     (mean, var)
+}
+
+/// `v * scale`, or `v` without a scale.
+#[inline(always)]
+fn scaled<L: Lanes>(l: L, v: L::F, scale: Option<f32>) -> L::F {
+    match scale {
+        Some(s) => l.mul(v, l.splat(s)),
+        None => v,
+    }
 }
 
 /// The largest `|x|` of the row (`NaN` is never the largest; the caller knows the row is

@@ -96,18 +96,33 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
     if log_form {
         let s = exp_shifted_sum::<L, M, false>(l, row, m);
         let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
-        map_registers_in_place_by::<L, 2>(l, row, |x| {
-            let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
-            l.sub(d, log_s)
-        });
+        map_registers_in_place_by::<L, 2>(
+            l,
+            row,
+            #[inline(always)]
+            |x| {
+                let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
+                l.sub(d, log_s)
+            },
+        );
     } else {
         let s = exp_shifted_sum::<L, M, true>(l, row, m);
         if M::FAST {
             let inv = l.splat(1.0 / s);
-            map_registers_in_place_by::<L, 4>(l, row, |e| l.mul(e, inv));
+            map_registers_in_place_by::<L, 4>(
+                l,
+                row,
+                #[inline(always)]
+                |e| l.mul(e, inv),
+            );
         } else {
             let sv = l.splat(s);
-            map_registers_in_place_by::<L, 4>(l, row, |e| l.div(e, sv));
+            map_registers_in_place_by::<L, 4>(
+                l,
+                row,
+                #[inline(always)]
+                |e| l.div(e, sv),
+            );
         }
     }
 }
