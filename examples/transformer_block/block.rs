@@ -199,38 +199,7 @@ pub fn forward_packed<M: Mode>(
     let attn = heads_out
         .into_shape_with_order((c.tokens(), d))
         .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    let mut x1 = Array2::<f32>::zeros((c.tokens(), d));
-    t.time("output projection + bias + residual", || {
-        s.matmul_into(
-            &attn,
-            &p.w_o,
-            &mut x1,
-            &Chain(Bias::per_column(w.b_o.view()), Residual::new(x.view())),
-        )
-    })?;
-    let mut h2 = x1.clone();
-    t.time("layernorm 2", || {
-        s.layer_norm(&mut h2, &w.ln2_g, &w.ln2_b, LN_EPS)
-    })?;
-    let mut u = Array2::<f32>::zeros((c.tokens(), c.d_ff));
-    t.time("mlp up + bias + gelu", || {
-        s.matmul_into(
-            &h2,
-            &p.w_up,
-            &mut u,
-            &s.bias_activation(Bias::per_column(w.b_up.view()), Func::GeluErf),
-        )
-    })?;
-    let mut y = Array2::<f32>::zeros((c.tokens(), d));
-    t.time("mlp down + bias + residual", || {
-        s.matmul_into(
-            &u,
-            &p.w_down,
-            &mut y,
-            &Chain(Bias::per_column(w.b_down.view()), Residual::new(x1.view())),
-        )
-    })?;
-    Ok(y)
+    after_attention(s, c, w, p, x, &attn, t)
 }
 
 /// The keys and values of the tokens seen so far, `[1, heads, capacity, head_dim]` each, the
@@ -322,10 +291,25 @@ pub fn decode_step<M: Mode>(
         )
     })?;
     cache.len = n + 1;
-    let mut x1 = Array2::<f32>::zeros((1, d));
+    after_attention(s, c, w, p, x, &attn, t)
+}
+
+/// The rest of the block after attention, for `attn` of the rows of `x`: the output projection
+/// with its bias and the residual, layer norm 2, and the MLP with its residual.
+fn after_attention<M: Mode>(
+    s: &Session<M>,
+    c: &Config,
+    w: &Weights,
+    p: &Packed,
+    x: &Array2<f32>,
+    attn: &Array2<f32>,
+    t: &mut Timings,
+) -> Result<Array2<f32>, Error> {
+    let (rows, d) = x.dim();
+    let mut x1 = Array2::<f32>::zeros((rows, d));
     t.time("output projection + bias + residual", || {
         s.matmul_into(
-            &attn,
+            attn,
             &p.w_o,
             &mut x1,
             &Chain(Bias::per_column(w.b_o.view()), Residual::new(x.view())),
@@ -335,7 +319,7 @@ pub fn decode_step<M: Mode>(
     t.time("layernorm 2", || {
         s.layer_norm(&mut h2, &w.ln2_g, &w.ln2_b, LN_EPS)
     })?;
-    let mut u = Array2::<f32>::zeros((1, c.d_ff));
+    let mut u = Array2::<f32>::zeros((rows, c.d_ff));
     t.time("mlp up + bias + gelu", || {
         s.matmul_into(
             &h2,
@@ -344,7 +328,7 @@ pub fn decode_step<M: Mode>(
             &s.bias_activation(Bias::per_column(w.b_up.view()), Func::GeluErf),
         )
     })?;
-    let mut y = Array2::<f32>::zeros((1, d));
+    let mut y = Array2::<f32>::zeros((rows, d));
     t.time("mlp down + bias + residual", || {
         s.matmul_into(
             &u,
