@@ -14,7 +14,7 @@ use super::{Bias, TileEpilogue};
 use crate::error::Error;
 use crate::lanes::Isa;
 use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::Mode;
+use crate::mode::{Mode, compiled_once_per_mode};
 use crate::ops::Kernel;
 use crate::ops::func::Func;
 use crate::ops::func::KernelVisitor;
@@ -72,12 +72,28 @@ impl<M: Mode> Activation<M> {
 
     /// Runs the kernel over `tile`, optionally adding `bias` to each row first, in one dispatch.
     fn run(&self, tile: &mut ArrayRef2<f32>, bias: Option<(&Bias<'_>, usize, usize)>) {
-        self.func.visit::<M, _>(TileVisitor {
-            isa: self.isa,
-            tile,
-            bias,
-        })
+        activation_tile::<M>(self.func, self.isa, tile, bias)
     }
+}
+
+compiled_once_per_mode! {
+    /// The kernel of `func` in mode `M` over every row of `tile` (after the bias, if any), in
+    /// one dispatch.
+    fn activation_tile(
+        func: Func,
+        isa: Supported,
+        tile: &mut ArrayRef2<f32>,
+        bias: Option<(&Bias<'_>, usize, usize)>,
+    ) = activation_tile_in_mode;
+}
+
+fn activation_tile_in_mode<M: Mode>(
+    func: Func,
+    isa: Supported,
+    tile: &mut ArrayRef2<f32>,
+    bias: Option<(&Bias<'_>, usize, usize)>,
+) {
+    func.visit::<M, _>(TileVisitor { isa, tile, bias })
 }
 
 impl<M: Mode> TileEpilogue for Activation<M> {

@@ -83,7 +83,7 @@ struct Task<'r> {
 }
 
 /// What every task of one K super-block shares.
-struct Pass<'e, E: ?Sized> {
+struct Pass<'e> {
     isa: Supported,
     blk: Blocking,
     /// Depth of the super-block.
@@ -93,19 +93,19 @@ struct Pass<'e, E: ?Sized> {
     /// The last super-block: run the epilogue.
     last: bool,
     batched: bool,
-    epilogue: &'e E,
+    epilogue: &'e dyn TileEpilogue,
 }
 
 /// `c = epilogue(a b)` for every item (all of one shape; `k` is the inner dimension), with the
 /// microkernel `K` and the blocking `blk` on `isa`, tiles spread over the current rayon pool
 /// when `parallel`.
-pub(crate) fn gemm_with<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
+pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
     isa: Supported,
     blk: Blocking,
     parallel: bool,
     items: Vec<Item<'_>>,
     k: usize,
-    epilogue: &E,
+    epilogue: &dyn TileEpilogue,
     batched: bool,
 ) -> Result<(), Error> {
     let Some((m, n)) = items.first().map(|it| it.c.dim()) else {
@@ -184,7 +184,7 @@ pub(crate) fn gemm_with<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
             if pack.len() < total {
                 pack.resize(total, 0.0);
             }
-            round::<M, E, K>(&pass, parallel, &mut slabs[start..end], k0, &mut pack)?;
+            round::<M, K>(&pass, parallel, &mut slabs[start..end], k0, &mut pack)?;
             start = end;
         }
     }
@@ -195,8 +195,8 @@ pub(crate) fn gemm_with<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
 }
 
 /// Packs B for `slabs` (super-block `k0..k0 + pass.depth`), then runs every tile of them.
-fn round<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
-    pass: &Pass<'_, E>,
+fn round<M: Mode, K: MicroKernel>(
+    pass: &Pass<'_>,
     parallel: bool,
     slabs: &mut [Slab<'_>],
     k0: usize,
@@ -270,11 +270,11 @@ fn round<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
         tasks
             .into_par_iter()
             .with_max_len(1)
-            .try_for_each(|t| run_task::<M, E, K>(pass, t))
+            .try_for_each(|t| run_task::<M, K>(pass, t))
     } else {
         tasks
             .into_iter()
-            .try_for_each(|t| run_task::<M, E, K>(pass, t))
+            .try_for_each(|t| run_task::<M, K>(pass, t))
     }
 }
 
@@ -286,10 +286,7 @@ thread_local! {
 }
 
 /// One tile: start, K blocks, epilogue, copy to C.
-fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
-    pass: &Pass<'_, E>,
-    mut t: Task<'_>,
-) -> Result<(), Error> {
+fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result<(), Error> {
     let blk = pass.blk;
     let (h, w) = t.c.dim();
     let mc_pad = h.next_multiple_of(blk.mr);
@@ -327,7 +324,7 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
         });
     }
     let mut tile = tile_view(cbuf, h, w, ldc)?;
-    finish_tile::<M, E>(
+    finish_tile::<M>(
         pass.isa,
         pass.epilogue,
         pass.batched,
@@ -343,9 +340,9 @@ fn run_task<M: Mode, E: TileEpilogue + ?Sized, K: MicroKernel>(
 /// The end of every tile of C (the GEMM's and the GEMV's): the epilogue when the tile has all
 /// of K (`last`), then the copy to C. `at` is `(batch, row0, col0)`. Generic over the mode for
 /// what exact mode does to a finished tile before it is stored.
-pub(crate) fn finish_tile<M: Mode, E: TileEpilogue + ?Sized>(
+pub(crate) fn finish_tile<M: Mode>(
     isa: Supported,
-    epilogue: &E,
+    epilogue: &dyn TileEpilogue,
     batched: bool,
     last: bool,
     (batch, row0, col0): (usize, usize, usize),

@@ -41,11 +41,11 @@ pub(crate) fn applies(items: &[Item<'_>]) -> bool {
 
 /// `c = epilogue(a b)` for items of one row (see [`applies`]), chunks of columns spread over
 /// the current rayon pool when `parallel`.
-pub(crate) fn gemv<M: Mode, E: TileEpilogue + ?Sized>(
+pub(crate) fn gemv<M: Mode>(
     isa: Supported,
     parallel: bool,
     items: Vec<Item<'_>>,
-    epilogue: &E,
+    epilogue: &dyn TileEpilogue,
     batched: bool,
 ) -> Result<(), Error> {
     // Each row of A once, contiguous.
@@ -69,7 +69,7 @@ pub(crate) fn gemv<M: Mode, E: TileEpilogue + ?Sized>(
             col0 += w;
         }
     }
-    let run = |t: Chunk<'_, '_>| run_chunk::<M, E>(isa, epilogue, batched, t);
+    let run = |t: Chunk<'_, '_>| run_chunk::<M>(isa, epilogue, batched, t);
     if parallel {
         tasks.into_par_iter().with_max_len(1).try_for_each(run)
     } else {
@@ -86,9 +86,9 @@ struct Chunk<'r, 'a> {
     c: ArrayViewMut2<'a, f32>,
 }
 
-fn run_chunk<M: Mode, E: TileEpilogue + ?Sized>(
+fn run_chunk<M: Mode>(
     isa: Supported,
-    epilogue: &E,
+    epilogue: &dyn TileEpilogue,
     batched: bool,
     mut t: Chunk<'_, '_>,
 ) -> Result<(), Error> {
@@ -122,7 +122,7 @@ fn run_chunk<M: Mode, E: TileEpilogue + ?Sized>(
         }
     }
     let mut tile = tile_view(&mut buf, 1, w, w)?;
-    finish_tile::<M, E>(
+    finish_tile::<M>(
         isa,
         epilogue,
         batched,

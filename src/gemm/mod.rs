@@ -57,7 +57,7 @@ use crate::epilogue::TileEpilogue;
 use crate::error::Error;
 use crate::lanes::Isa;
 use crate::lanes::Supported;
-use crate::mode::Mode;
+use crate::mode::{Mode, compiled_once_per_mode};
 use blocking::Blocking;
 use driver::gemm_with;
 use kernel::{Mr4Nv4, Mr6Nv2, Mr14Nv2};
@@ -66,16 +66,29 @@ pub(crate) use driver::Item;
 pub(crate) use packed::{Operand, operand};
 pub use packed::{PackedMatrix, Rhs};
 
-/// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension) in mode `M`
-/// on `isa`, with the microkernel of the instruction set; the tiles are spread over the current
-/// rayon pool when `parallel`. `batched` calls the epilogue through
-/// [`TileEpilogue::apply_batched`] with the item's index.
-pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
+compiled_once_per_mode! {
+    /// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension) in mode
+    /// `M` on `isa`, with the microkernel of the instruction set; the tiles are spread over the
+    /// current rayon pool when `parallel`. `batched` calls the epilogue through
+    /// [`TileEpilogue::apply_batched`] with the item's index. The epilogue is called through
+    /// its vtable, once per tile, so the GEMM is compiled once per mode, not once per epilogue
+    /// type.
+    pub(crate) fn gemm(
+        isa: Supported,
+        parallel: bool,
+        items: Vec<Item<'_>>,
+        k: usize,
+        epilogue: &dyn TileEpilogue,
+        batched: bool,
+    ) -> Result<(), Error> = gemm_in_mode;
+}
+
+fn gemm_in_mode<M: Mode>(
     isa: Supported,
     parallel: bool,
     items: Vec<Item<'_>>,
     k: usize,
-    epilogue: &E,
+    epilogue: &dyn TileEpilogue,
     batched: bool,
 ) -> Result<(), Error> {
     let width = isa.isa().width();
@@ -85,20 +98,20 @@ pub(crate) fn gemm<M: Mode, E: TileEpilogue + ?Sized>(
         }
     }
     if k > 0 && gemv::applies(&items) {
-        return gemv::gemv::<M, E>(isa, parallel, items, epilogue, batched);
+        return gemv::gemv::<M>(isa, parallel, items, epilogue, batched);
     }
     match isa.isa() {
         Isa::Avx512 => {
             let blk = Blocking::of::<Mr14Nv2>(width);
-            gemm_with::<M, E, Mr14Nv2>(isa, blk, parallel, items, k, epilogue, batched)
+            gemm_with::<M, Mr14Nv2>(isa, blk, parallel, items, k, epilogue, batched)
         }
         Isa::Avx2 | Isa::Sse2 => {
             let blk = Blocking::of::<Mr6Nv2>(width);
-            gemm_with::<M, E, Mr6Nv2>(isa, blk, parallel, items, k, epilogue, batched)
+            gemm_with::<M, Mr6Nv2>(isa, blk, parallel, items, k, epilogue, batched)
         }
         Isa::Scalar => {
             let blk = Blocking::of::<Mr4Nv4>(width);
-            gemm_with::<M, E, Mr4Nv4>(isa, blk, parallel, items, k, epilogue, batched)
+            gemm_with::<M, Mr4Nv4>(isa, blk, parallel, items, k, epilogue, batched)
         }
     }
 }

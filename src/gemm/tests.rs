@@ -84,7 +84,7 @@ fn check<M: Mode, K: MicroKernel>(
         c: c.view_mut(),
     }];
     let isa_ok = isa.supported().unwrap();
-    let run = || driver::gemm_with::<M, _, K>(isa_ok, blk, parallel, items, k, &audit, false);
+    let run = || driver::gemm_with::<M, K>(isa_ok, blk, parallel, items, k, &audit, false);
     if parallel {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)

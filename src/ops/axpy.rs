@@ -5,7 +5,7 @@
 
 use super::nan::canonical_nan_lanes;
 use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::Mode;
+use crate::mode::{Mode, compiled_once_per_mode};
 
 /// `acc[j] = M::madd(coeffs[k], rows[k][j], acc[j])` for `k = 0, 1, ...` in order (exact: the
 /// product rounded, then the sum; fast: one fused multiply-add). Every row holds at least
@@ -63,13 +63,17 @@ impl<M: Mode> WithLanes for MaddRows<'_, M> {
     }
 }
 
-/// [`madd_rows`] on `isa`; in exact mode every NaN of the result is the canonical one.
-pub(crate) fn madd_rows_on<M: Mode>(
-    isa: Supported,
-    acc: &mut [f32],
-    coeffs: &[f32],
-    rows: &[&[f32]],
-) {
+compiled_once_per_mode! {
+    /// [`madd_rows`] on `isa`; in exact mode every NaN of the result is the canonical one.
+    pub(crate) fn madd_rows_on(
+        isa: Supported,
+        acc: &mut [f32],
+        coeffs: &[f32],
+        rows: &[&[f32]],
+    ) = madd_rows_in_mode;
+}
+
+fn madd_rows_in_mode<M: Mode>(isa: Supported, acc: &mut [f32], coeffs: &[f32], rows: &[&[f32]]) {
     isa.dispatch(MaddRows::<M> {
         acc,
         coeffs,

@@ -6,7 +6,7 @@
 use super::Kernel;
 use super::func::{Func, KernelVisitor};
 use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::Mode;
+use crate::mode::{Mode, compiled_once_per_mode};
 
 /// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`, [`Kernel::UNROLL`]
 /// registers per loop iteration.
@@ -151,9 +151,18 @@ impl KernelVisitor for MapVisitor<'_> {
     }
 }
 
-/// `dst[i] = func(src[i])` in mode `M` on `isa`. `src` and `dst` have equal lengths (the
-/// callers check it).
-pub fn map_slice<M: Mode>(func: Func, isa: Supported, src: &[f32], dst: &mut [f32]) {
+compiled_once_per_mode! {
+    /// `dst[i] = func(src[i])` in mode `M` on `isa`. `src` and `dst` have equal lengths (the
+    /// callers check it).
+    pub fn map_slice(func: Func, isa: Supported, src: &[f32], dst: &mut [f32]) = map_slice_in_mode;
+}
+
+compiled_once_per_mode! {
+    /// `data[i] = func(data[i])` in mode `M` on `isa`.
+    pub fn map_slice_in_place(func: Func, isa: Supported, data: &mut [f32]) = map_slice_in_place_in_mode;
+}
+
+fn map_slice_in_mode<M: Mode>(func: Func, isa: Supported, src: &[f32], dst: &mut [f32]) {
     debug_assert_eq!(src.len(), dst.len());
     func.visit::<M, _>(MapVisitor {
         isa,
@@ -162,8 +171,7 @@ pub fn map_slice<M: Mode>(func: Func, isa: Supported, src: &[f32], dst: &mut [f3
     })
 }
 
-/// `data[i] = func(data[i])` in mode `M` on `isa`.
-pub fn map_slice_in_place<M: Mode>(func: Func, isa: Supported, data: &mut [f32]) {
+fn map_slice_in_place_in_mode<M: Mode>(func: Func, isa: Supported, data: &mut [f32]) {
     func.visit::<M, _>(MapVisitor {
         isa,
         src: None,

@@ -8,7 +8,7 @@
 use super::map::map_registers_in_place;
 use super::nan_where_nan;
 use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::Mode;
+use crate::mode::{Mode, compiled_once_per_mode};
 
 /// Replaces every NaN of `data` with the canonical NaN, a register at a time.
 #[inline(always)]
@@ -47,9 +47,13 @@ impl<M: Mode> WithLanes for MulRow<'_, M> {
     }
 }
 
-/// `out[i] *= up[i]` in mode `M` on `isa`: in exact mode in the exact floating-point
-/// environment and with a canonical NaN. `up` has `out`'s length (the caller checks it).
-pub fn mul_in_place_on<M: Mode>(isa: Supported, out: &mut [f32], up: &[f32]) {
+compiled_once_per_mode! {
+    /// `out[i] *= up[i]` in mode `M` on `isa`: in exact mode in the exact floating-point
+    /// environment and with a canonical NaN. `up` has `out`'s length (the caller checks it).
+    pub fn mul_in_place_on(isa: Supported, out: &mut [f32], up: &[f32]) = mul_in_place_in_mode;
+}
+
+fn mul_in_place_in_mode<M: Mode>(isa: Supported, out: &mut [f32], up: &[f32]) {
     debug_assert_eq!(out.len(), up.len());
     isa.dispatch(MulRow::<M> {
         out,

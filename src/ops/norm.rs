@@ -21,7 +21,7 @@
 use super::reduce::canonical_sum_of;
 use super::{abs, nan_where_nan};
 use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::Mode;
+use crate::mode::{Mode, compiled_once_per_mode};
 
 /// Below this variance, squares of differences may have been rounded as subnormals.
 const TINY_VAR: f32 = 7.888_609e-31; // 2^-100
@@ -222,9 +222,19 @@ impl<M: Mode> WithLanes for LayerNormRow<'_, M> {
     }
 }
 
-/// Layer normalisation of `row` in place in mode `M` on `isa`. `gamma` and `beta` have the
-/// row's length (the caller checks it).
-pub fn layer_norm_row_on<M: Mode>(
+compiled_once_per_mode! {
+    /// Layer normalisation of `row` in place in mode `M` on `isa`. `gamma` and `beta` have the
+    /// row's length (the caller checks it).
+    pub fn layer_norm_row_on(
+        isa: Supported,
+        row: &mut [f32],
+        gamma: &[f32],
+        beta: &[f32],
+        eps: f32,
+    ) = layer_norm_row_in_mode;
+}
+
+fn layer_norm_row_in_mode<M: Mode>(
     isa: Supported,
     row: &mut [f32],
     gamma: &[f32],

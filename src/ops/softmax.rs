@@ -17,7 +17,7 @@ use super::map::map_registers_in_place_by;
 use super::reduce::{canonical_sum_with, max_and_nan};
 use super::{CANONICAL_NAN, log::log};
 use crate::lanes::{Lanes, MAX_WIDTH, Scalar, Supported, WithLanes};
-use crate::mode::{Exact, Mode};
+use crate::mode::{Exact, Mode, compiled_once_per_mode};
 
 /// What a softmax row whose entries are all `-inf` (fully masked) gives.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -220,8 +220,18 @@ impl<M: Mode> WithLanes for SoftmaxRow<'_, M> {
     }
 }
 
-/// Softmax (or log-softmax with `log_form`) of one row in mode `M` on `isa`.
-pub fn softmax_row_on<M: Mode>(isa: Supported, row: &mut [f32], policy: MaskedRow, log_form: bool) {
+compiled_once_per_mode! {
+    /// Softmax (or log-softmax with `log_form`) of one row in mode `M` on `isa`.
+    pub fn softmax_row_on(isa: Supported, row: &mut [f32], policy: MaskedRow, log_form: bool) =
+        softmax_row_in_mode;
+}
+
+fn softmax_row_in_mode<M: Mode>(
+    isa: Supported,
+    row: &mut [f32],
+    policy: MaskedRow,
+    log_form: bool,
+) {
     isa.dispatch(SoftmaxRow::<M> {
         row,
         masked: None,
@@ -231,8 +241,18 @@ pub fn softmax_row_on<M: Mode>(isa: Supported, row: &mut [f32], policy: MaskedRo
     })
 }
 
-/// Scale, mask and softmax of one row of attention scores in mode `M` on `isa`.
-pub fn masked_softmax_row_on<M: Mode>(
+compiled_once_per_mode! {
+    /// Scale, mask and softmax of one row of attention scores in mode `M` on `isa`.
+    pub fn masked_softmax_row_on(
+        isa: Supported,
+        row: &mut [f32],
+        scale: f32,
+        mask: ScoreMask<'_>,
+        policy: MaskedRow,
+    ) = masked_softmax_row_in_mode;
+}
+
+fn masked_softmax_row_in_mode<M: Mode>(
     isa: Supported,
     row: &mut [f32],
     scale: f32,
@@ -283,13 +303,7 @@ impl OnlineSoftmax {
         scale: f32,
         mask: ScoreMask<'_>,
     ) -> f32 {
-        isa.dispatch(OnlineUpdate::<M> {
-            state: self,
-            tile,
-            scale,
-            mask,
-            mode: core::marker::PhantomData,
-        })
+        online_update::<M>(self, isa, tile, scale, mask)
     }
 
     /// `1 / sum`, the factor that normalises the accumulated output: the canonical NaN if a
@@ -301,6 +315,33 @@ impl OnlineSoftmax {
         }
         (self.max != f32::NEG_INFINITY).then(|| 1.0 / self.sum)
     }
+}
+
+compiled_once_per_mode! {
+    /// [`OnlineSoftmax::update`].
+    fn online_update(
+        state: &mut OnlineSoftmax,
+        isa: Supported,
+        tile: &mut [f32],
+        scale: f32,
+        mask: ScoreMask<'_>,
+    ) -> f32 = online_update_in_mode;
+}
+
+fn online_update_in_mode<M: Mode>(
+    state: &mut OnlineSoftmax,
+    isa: Supported,
+    tile: &mut [f32],
+    scale: f32,
+    mask: ScoreMask<'_>,
+) -> f32 {
+    isa.dispatch(OnlineUpdate::<M> {
+        state,
+        tile,
+        scale,
+        mask,
+        mode: core::marker::PhantomData,
+    })
 }
 
 struct OnlineUpdate<'a, M> {

@@ -93,7 +93,7 @@ impl<M: Mode> Session<M> {
             items,
             m.saturating_mul(n).saturating_mul(k),
             k,
-            epilogue,
+            &epilogue,
             false,
         )
     }
@@ -180,7 +180,7 @@ impl<M: Mode> Session<M> {
             })
             .collect();
         let work = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
-        self.gemm(items, work, k, epilogue, true)
+        self.gemm(items, work, k, &epilogue, true)
     }
 
     /// `c[i] = epilogue(a[i] b[i])` as a new C-order `[batch, m, n]` array; see
@@ -219,18 +219,18 @@ impl<M: Mode> Session<M> {
         BiasActivation::new(bias, self.activation(func))
     }
 
-    fn gemm<E: TileEpilogue + ?Sized>(
+    fn gemm(
         &self,
         items: Vec<Item<'_>>,
         work: usize,
         k: usize,
-        epilogue: &E,
+        epilogue: &dyn TileEpilogue,
         batched: bool,
     ) -> Result<(), Error> {
         if self.parallel(work / GEMM_WORK_PER_ELEMENT) {
-            self.install(|| gemm::<M, E>(self.isa, true, items, k, epilogue, batched))
+            self.install(|| gemm::<M>(self.isa, true, items, k, epilogue, batched))
         } else {
-            gemm::<M, E>(self.isa, false, items, k, epilogue, batched)
+            gemm::<M>(self.isa, false, items, k, epilogue, batched)
         }
     }
 }
