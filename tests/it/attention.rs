@@ -410,3 +410,114 @@ fn attention_shape_errors() {
         .is_err()
     );
 }
+
+// Block sizes against inf and NaN (one head, 2-D tensors).
+fn hashed_values(r: usize, c: usize, seed: u64) -> Array2<f32> {
+    Array2::from_shape_fn((r, c), |(i, j)| {
+        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2.0
+    })
+}
+
+fn run_2d<M: Mode>(
+    isa: Isa,
+    (q, k, v): (&Array2<f32>, &Array2<f32>, &Array2<f32>),
+    opts: &AttentionOptions<'_>,
+) -> Array2<f32> {
+    let s = Session::<M>::new().with_isa(isa).unwrap();
+    s.attention_owned(q, k, v, opts).unwrap()
+}
+
+/// Exact attention with inf and NaN in V rows that some queries cannot see (causal, and
+/// key lengths): the same bits for every query and key block, and rows that cannot see the
+/// bad values stay finite.
+#[test]
+fn exact_bits_do_not_depend_on_the_blocks_even_with_inf_and_nan_in_hidden_v_rows() {
+    let (seq, dim) = (9, 5);
+    let q = hashed_values(seq, dim, 1);
+    let k = hashed_values(seq, dim, 2);
+    for (bad_row, bad) in [(1, f32::INFINITY), (4, f32::NAN), (8, f32::NEG_INFINITY)] {
+        let mut v = hashed_values(seq, 3, 3);
+        v.row_mut(bad_row).fill(bad);
+        for isa in Isa::available() {
+            for causal in [true, false] {
+                let base = if causal {
+                    AttentionOptions::default().causal()
+                } else {
+                    AttentionOptions::default().with_key_lengths(&[7])
+                };
+                let want = run_2d::<Exact>(isa, (&q, &k, &v), &base);
+                // Rows that cannot see the bad key are finite.
+                for (i, row) in want.rows().into_iter().enumerate() {
+                    let sees = if causal { i >= bad_row } else { bad_row < 7 };
+                    assert_eq!(!sees, row.iter().all(|x| x.is_finite()), "{isa} row {i}");
+                }
+                if causal {
+                    assert_eq!(bits(want.slice(s![..1, ..])), bits(v.slice(s![..1, ..])));
+                }
+                for query_block in 1..=seq {
+                    for key_block in [1, 2, 5, seq] {
+                        let opts = AttentionOptions {
+                            query_block,
+                            key_block,
+                            ..base.clone()
+                        };
+                        let got = run_2d::<Exact>(isa, (&q, &k, &v), &opts);
+                        assert_eq!(
+                            bits(&got),
+                            bits(&want),
+                            "{isa} causal {causal} bad row {bad_row} qb {query_block} kb {key_block}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn nan_scores_make_their_rows_nan<M: Mode>(isa: Isa) {
+    let (seq, dim) = (6, 4);
+    let v = hashed_values(seq, 3, 3);
+    // A NaN in query 1: row 1 NaN, the others finite. A NaN in key 0: every row NaN.
+    for (in_q, rows_nan) in [(true, vec![1]), (false, (0..seq).collect::<Vec<_>>())] {
+        let (mut q, mut k) = (hashed_values(seq, dim, 1), hashed_values(seq, dim, 2));
+        if in_q {
+            q[[1, 0]] = f32::NAN;
+        } else {
+            k[[0, 0]] = f32::NAN;
+        }
+        for causal in [true, false] {
+            for query_block in [1, 2, seq] {
+                for key_block in 1..=seq {
+                    let mut opts = AttentionOptions {
+                        query_block,
+                        key_block,
+                        ..AttentionOptions::default()
+                    };
+                    opts.causal = causal;
+                    let out = run_2d::<M>(isa, (&q, &k, &v), &opts);
+                    for (i, row) in out.rows().into_iter().enumerate() {
+                        let what = format!(
+                            "{} {isa} nan in {} causal {causal} qb {query_block} kb {key_block} row {i}",
+                            M::NAME,
+                            if in_q { "q" } else { "k" }
+                        );
+                        if rows_nan.contains(&i) {
+                            assert!(row.iter().all(|x| x.is_nan()), "{what}: {row}");
+                        } else {
+                            assert!(row.iter().all(|x| x.is_finite()), "{what}: {row}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_nan_score_makes_its_row_nan_in_both_modes_for_every_block() {
+    for isa in Isa::available() {
+        nan_scores_make_their_rows_nan::<Exact>(isa);
+        nan_scores_make_their_rows_nan::<Fast>(isa);
+    }
+}
