@@ -1,7 +1,11 @@
-//! The C interface from C: builds the crate as a static library with the `capi` feature (a
-//! nested `cargo rustc`, in its own target directory so it never waits on the build lock of the
-//! `cargo test` that runs this), compiles `tests/c/capi_test.c` against it with the system C
-//! compiler under AddressSanitizer and UndefinedBehaviorSanitizer, and runs it.
+//! The C interface from C: links `tests/c/capi_test.c`, compiled with the system C compiler
+//! under AddressSanitizer and UndefinedBehaviorSanitizer, against the static C library that the
+//! example `capi_static` is, and runs it.
+//!
+//! The library is the one `cargo test` built beside this test, with the same profile and the
+//! same artifacts (the tests enable the `capi` feature): the test runs `cargo build --example
+//! capi_static` in its own target directory, which finds it fresh (cargo releases its build
+//! lock before it runs the tests) or builds it when this test was selected alone.
 //!
 //! It needs no feature, so a plain `cargo test` runs it. The C compiler is `$CC`, else `cc`;
 //! without one the test fails (it does not skip).
@@ -9,18 +13,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-use crate::common::extensive;
-
-/// The nested build: by default the dev profile without debug info (a fraction of the
-/// release build's time); with `AK_EXTENSIVE=1` the release build users link.
-fn profile_args() -> Vec<&'static str> {
-    if extensive() {
-        vec!["--release"]
-    } else {
-        vec!["--config", "profile.dev.debug=false"]
-    }
-}
 
 /// Runs `cmd`, panicking with `what` if it cannot be started.
 fn run(cmd: &mut Command, what: &str) -> Output {
@@ -32,46 +24,57 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Builds `libactivation_kernels.a` with `--features capi`; returns its path and the system
-/// libraries it needs (rustc's `native-static-libs` note).
-fn build_static_lib(work: &Path) -> (PathBuf, Vec<String>) {
+/// The system libraries a Rust static library needs on Linux (what rustc's
+/// `--print native-static-libs` reports for x86_64-unknown-linux-gnu).
+const NATIVE_LIBS: [&str; 7] = [
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+/// `libcapi_static.a`, built (or found fresh) in the target directory and profile of this test
+/// binary (`<target>/<profile dir>/deps/it-*`).
+fn static_lib() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target_dir = work.join("target");
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary lives in <target>/<profile>/deps");
+    let target_dir = profile_dir.parent().expect("<target>/<profile>");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(name) => name,
+        None => panic!("no profile directory in {}", exe.display()),
+    };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from(env!("CARGO")));
     let out = run(
         Command::new(cargo)
             .current_dir(manifest_dir)
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .arg("rustc")
+            .env("CARGO_TARGET_DIR", target_dir)
+            .arg("build")
             .arg("--manifest-path")
             .arg(manifest_dir.join("Cargo.toml"))
-            .args(profile_args())
-            .args(["--lib", "--features", "capi"])
-            .args(["--crate-type", "staticlib"])
-            .args(["--", "--print", "native-static-libs"]),
+            .args(["--profile", profile, "--example", "capi_static"]),
         "building the C library",
     );
-    let stderr = text(&out.stderr);
     assert!(
         out.status.success(),
-        "cargo rustc --features capi --crate-type staticlib failed:\n{stderr}"
+        "cargo build --example capi_static failed:\n{}",
+        text(&out.stderr)
     );
-    let lib = target_dir
-        .join(if extensive() { "release" } else { "debug" })
-        .join("libactivation_kernels.a");
-    assert!(lib.is_file(), "{} was not built:\n{stderr}", lib.display());
-    // rustc prints the note when it compiles the crate; cargo replays it when the build is
-    // fresh. If it is missing, the usual Unix list.
-    let native: Vec<String> = stderr
-        .lines()
-        .find_map(|l| l.split_once("native-static-libs:").map(|(_, libs)| libs))
-        .map(|libs| libs.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_else(|| {
-            ["-lpthread", "-ldl", "-lm", "-lc"]
-                .map(str::to_string)
-                .to_vec()
-        });
-    (lib, native)
+    let lib = profile_dir.join("examples").join("libcapi_static.a");
+    assert!(
+        lib.is_file(),
+        "{} was not built:\n{}",
+        lib.display(),
+        text(&out.stderr)
+    );
+    lib
 }
 
 #[test]
@@ -88,7 +91,7 @@ fn c_test_program_passes_under_address_and_undefined_sanitizers() {
          tests/c/capi_test.c with the system C compiler: install gcc or clang, or set CC."
     );
 
-    let (lib, native) = build_static_lib(&work);
+    let lib = static_lib();
 
     let exe = work.join("capi_test");
     let out = run(
@@ -100,8 +103,7 @@ fn c_test_program_passes_under_address_and_undefined_sanitizers() {
             .arg(manifest_dir.join("include"))
             .arg(manifest_dir.join("tests").join("c").join("capi_test.c"))
             .arg(&lib)
-            .args(&native)
-            .arg("-lm")
+            .args(NATIVE_LIBS)
             .arg("-o")
             .arg(&exe),
         "compiling tests/c/capi_test.c",
