@@ -12,13 +12,14 @@ use ndarray::{ArrayRef2, Axis};
 
 use super::{Bias, TileEpilogue};
 use crate::error::Error;
+use crate::lanes::ExactFpEnv;
 use crate::lanes::Isa;
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::{Mode, compiled_once_per_mode};
 use crate::ops::Kernel;
 use crate::ops::func::Func;
 use crate::ops::func::KernelVisitor;
-use crate::ops::map::map_lanes_in_place;
+use crate::ops::map::{map_lanes_in_place, map_slice_in_place};
 use crate::rows::with_row_mut;
 
 /// Applies an element-wise function of the crate to every element, in mode `M` on one
@@ -93,7 +94,44 @@ fn activation_tile_in_mode<M: Mode>(
     tile: &mut ArrayRef2<f32>,
     bias: Option<(&Bias<'_>, usize, usize)>,
 ) {
-    func.visit::<M, _>(TileVisitor { isa, tile, bias })
+    // With a bias, row by row (the bias is per row or per column); without, along the axis of
+    // smallest stride: rows of a C-order tile, columns of an F-order one.
+    let axis =
+        if bias.is_some() || tile.strides()[1].unsigned_abs() <= tile.strides()[0].unsigned_abs() {
+            Axis(1)
+        } else {
+            Axis(0)
+        };
+    let lanes: Option<Vec<&mut [f32]>> = if bias.is_none()
+        && let Some(all) = tile.as_slice_memory_order_mut()
+    {
+        Some(vec![all])
+    } else if tile.len_of(axis) <= 1 || tile.stride_of(axis) == 1 {
+        tile.lanes_mut(axis)
+            .into_iter()
+            .map(|lane| lane.into_slice())
+            .collect()
+    } else {
+        None
+    };
+    match lanes {
+        // Contiguous lanes (every tile of this crate's GEMM): one dispatch for the tile.
+        Some(lanes) => func.visit::<M, _>(TileVisitor { isa, lanes, bias }),
+        // Strided lanes (a tile a user's GEMM passes): each through a row buffer and the slice
+        // kernel, one dispatch per lane. Kept out of the dispatch, so the kernels are not
+        // compiled once more inside the buffer's closure.
+        None => {
+            let _env = ExactFpEnv::enter_if(!M::FAST);
+            for (i, lane) in tile.lanes_mut(axis).into_iter().enumerate() {
+                with_row_mut(lane, |data| {
+                    if let Some((bias, row0, col0)) = bias {
+                        bias.add_row(data, i, row0, col0);
+                    }
+                    map_slice_in_place::<M>(func, isa, data);
+                });
+            }
+        }
+    }
 }
 
 impl<M: Mode> TileEpilogue for Activation<M> {
@@ -144,7 +182,7 @@ impl<M: Mode> TileEpilogue for BiasActivation<'_, M> {
 
 struct TileVisitor<'t, 'b> {
     isa: Supported,
-    tile: &'t mut ArrayRef2<f32>,
+    lanes: Vec<&'t mut [f32]>,
     bias: Option<(&'b Bias<'b>, usize, usize)>,
 }
 
@@ -152,16 +190,17 @@ impl KernelVisitor for TileVisitor<'_, '_> {
     type Output = ();
     fn visit<K: Kernel>(self) {
         self.isa.dispatch(ActivationRows::<K> {
-            tile: self.tile,
+            lanes: self.lanes,
             bias: self.bias,
             kernel: PhantomData,
         })
     }
 }
 
-/// The kernel `K` over every row of a tile (after the bias, if any), inside the dispatch.
+/// The kernel `K` over contiguous lanes of a tile (the rows, after the bias, if any), inside
+/// the dispatch.
 struct ActivationRows<'t, 'b, K> {
-    tile: &'t mut ArrayRef2<f32>,
+    lanes: Vec<&'t mut [f32]>,
     bias: Option<(&'b Bias<'b>, usize, usize)>,
     kernel: PhantomData<K>,
 }
@@ -172,39 +211,11 @@ impl<K: Kernel> WithLanes for ActivationRows<'_, '_, K> {
 
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) {
-        let tile = self.tile;
-        if self.bias.is_none()
-            && let Some(all) = tile.as_slice_memory_order_mut()
-        {
-            return map_lanes_in_place::<L, K>(l, all);
-        }
-        // Row by row (the bias is per row or per column); without a bias, along the axis of
-        // smallest stride: rows of a C-order tile, columns of an F-order one.
-        let axis = if self.bias.is_some()
-            || tile.strides()[1].unsigned_abs() <= tile.strides()[0].unsigned_abs()
-        {
-            Axis(1)
-        } else {
-            Axis(0)
-        };
-        // Contiguous lanes (a GEMM tile's rows) are done here, inside the trampoline: through
-        // `with_row_mut`'s closure the kernel could end up out of line, without the target
-        // features, calling each intrinsic as a function.
-        for (i, mut lane) in tile.lanes_mut(axis).into_iter().enumerate() {
-            match lane.as_slice_mut() {
-                Some(data) => {
-                    if let Some((bias, row0, col0)) = self.bias {
-                        bias.add_row(data, i, row0, col0);
-                    }
-                    map_lanes_in_place::<L, K>(l, data);
-                }
-                None => with_row_mut(lane, |data| {
-                    if let Some((bias, row0, col0)) = self.bias {
-                        bias.add_row(data, i, row0, col0);
-                    }
-                    map_lanes_in_place::<L, K>(l, data);
-                }),
+        for (i, data) in self.lanes.into_iter().enumerate() {
+            if let Some((bias, row0, col0)) = self.bias {
+                bias.add_row(data, i, row0, col0);
             }
+            map_lanes_in_place::<L, K>(l, data);
         }
     }
 }

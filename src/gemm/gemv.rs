@@ -163,10 +163,16 @@ impl<M: Mode> WithLanes for PanelGemv<'_, M> {
     fn run<L: Lanes>(self, l: L) {
         let (w, nr, depth) = (L::WIDTH, self.nr, self.a.len());
         let nv = nr / w;
+        // The panel widths of the microkernels: 2 registers on the vector lanes, 4 on the
+        // scalar one. (Only those are compiled for each lane type: `const` conditions prune the
+        // others at compile time.)
         match nv {
-            1 => panel_gemv::<L, M, 1>(l, self.a, self.panels, self.c, self.zero),
-            2 => panel_gemv::<L, M, 2>(l, self.a, self.panels, self.c, self.zero),
-            4 => panel_gemv::<L, M, 4>(l, self.a, self.panels, self.c, self.zero),
+            2 if const { L::WIDTH > 1 } => {
+                panel_gemv::<L, M, 2>(l, self.a, self.panels, self.c, self.zero)
+            }
+            4 if const { L::WIDTH == 1 } => {
+                panel_gemv::<L, M, 4>(l, self.a, self.panels, self.c, self.zero)
+            }
             _ => {
                 // Any other panel width (not one of the microkernels'): one lane at a time.
                 for (j, c) in self.c.iter_mut().enumerate() {
