@@ -138,6 +138,11 @@ pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
     let lo = l.splat(FAST_EXP_LOW);
     let hi = l.splat(FAST_EXP_HIGH);
+    // One test per register: when every lane is inside [lo, hi] (a NaN is not), the clamp and
+    // the selects below change nothing, so they are skipped; the bits are the same.
+    if l.all(l.ge(x, lo)) && l.all(l.ge(hi, x)) {
+        return fast_exp_in_range(l, x);
+    }
     let below = l.lt(x, lo);
     let xc = l.select(below, lo, l.select(l.gt(x, hi), hi, x));
     let magic = l.splat(ROUND_MAGIC);
@@ -151,6 +156,21 @@ pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
     let y = l.mul(p, pow2i(l, n_int));
     let y = l.select(below, l.splat(0.0), y);
     nan_where_nan(l, x, y)
+}
+
+/// [`fast_exp`] of `x` inside `[FAST_EXP_LOW, FAST_EXP_HIGH]`: the same steps without the
+/// clamp and the selects.
+#[inline(always)]
+fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
+    let magic = l.splat(ROUND_MAGIC);
+    let t = l.fma(x, l.splat(LOG2E), magic);
+    let n = l.sub(t, magic);
+    let n_int = l.sub_i(l.to_bits(t), l.to_bits(magic));
+    let r = l.fma(n, l.splat(-LN2_HI), x);
+    let r = l.fma(n, l.splat(-LN2_LO), r);
+    let q = horner::<L, crate::mode::Fast, 4>(l, r, &FAST_EXP_Q);
+    let p = l.add(l.splat(1.0), l.fma(l.mul(r, r), q, r));
+    l.mul(p, pow2i(l, n_int))
 }
 
 kernel_type!(
