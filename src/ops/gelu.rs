@@ -17,6 +17,11 @@ pub const GELU_TANH_CUBIC: f32 = 0.044_715;
 /// The special values both forms share: `-0` at `-inf`, `+inf` at `+inf`, canonical NaN.
 #[inline(always)]
 fn gelu_specials<L: Lanes>(l: L, x: L::F, y: L::F) -> L::F {
+    // A register of finite values (the usual case) has none to place: the selects would change
+    // nothing, so one test skips them.
+    if l.all(l.lt(super::abs(l, x), l.splat(f32::INFINITY))) {
+        return y;
+    }
     let y = l.select(l.eq(x, l.splat(f32::NEG_INFINITY)), l.splat(-0.0), y);
     let y = l.select(l.eq(x, l.splat(f32::INFINITY)), l.splat(f32::INFINITY), y);
     nan_where_nan(l, x, y)
@@ -76,14 +81,25 @@ pub const GELU_Q: [f32; 6] = [
 pub fn gelu_erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     let ax = super::abs(l, x);
     let clamp = l.splat(GELU_CLAMP);
+    // A register with every `|x| <= 5.6` (no NaN, no infinity) needs neither the clamp nor a
+    // select: one test, the same bits.
+    if l.all(l.ge(clamp, ax)) {
+        return gelu_rational_core(l, x, ax);
+    }
     let c = l.select(l.gt(ax, clamp), clamp, ax);
+    let g = gelu_rational_core(l, x, c);
+    let g = l.select(l.lt(x, l.splat(-GELU_CLAMP)), l.splat(-0.0), g);
+    gelu_specials(l, x, g)
+}
+
+/// `(0.5*x) * (1 + copysign(c P(c^2) / Q(c^2), x))`, `c` the clamped `|x|`.
+#[inline(always)]
+fn gelu_rational_core<L: Lanes>(l: L, x: L::F, c: L::F) -> L::F {
     let z = l.mul(c, c);
     let p = horner::<L, Fast, 6>(l, z, &GELU_P);
     let q = horner::<L, Fast, 6>(l, z, &GELU_Q);
     let erf = l.or(l.div(l.mul(c, p), q), super::sign_bit(l, x));
-    let g = l.mul(l.mul(l.splat(0.5), x), l.add(l.splat(1.0), erf));
-    let g = l.select(l.lt(x, l.splat(-GELU_CLAMP)), l.splat(-0.0), g);
-    gelu_specials(l, x, g)
+    l.mul(l.mul(l.splat(0.5), x), l.add(l.splat(1.0), erf))
 }
 
 /// Kernel of [`gelu_erf_rational`] (always fused).
