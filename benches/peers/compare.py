@@ -48,29 +48,18 @@ OPS = [
 # The streaming loop y = a*x: the crate's (one id for both columns) against ORT's Mul and numpy's.
 STREAM = ("stream y=a*x vs Mul", "exp/{n}/stream", "Mul", "np.multiply")
 
-# GEMM (benches/gemm.rs): (results.json shape key, BLAS threads, exact id, fast id).
-# Only 1024^3 is benchmarked today; the block's shapes are listed so they show up once added.
-GEMM = [
-    ("256x768x2304", 1, "gemm/256x768x2304/exact-{isa}", "gemm/256x768x2304/fast-{isa}"),
-    ("256x768x768", 1, "gemm/256x768x768/exact-{isa}", "gemm/256x768x768/fast-{isa}"),
-    ("256x768x3072", 1, "gemm/256x768x3072/exact-{isa}", "gemm/256x768x3072/fast-{isa}"),
-    ("256x3072x768", 1, "gemm/256x3072x768/exact-{isa}", "gemm/256x3072x768/fast-{isa}"),
-    ("1024x1024x1024", 1, "gemm/1024/exact-{isa}", "gemm/1024/fast-{isa}"),
-    ("256x768x2304", 2, "gemm/256x768x2304/exact-{isa}-2t", "gemm/256x768x2304/fast-{isa}-2t"),
-    ("256x768x768", 2, "gemm/256x768x768/exact-{isa}-2t", "gemm/256x768x768/fast-{isa}-2t"),
-    ("256x768x3072", 2, "gemm/256x768x3072/exact-{isa}-2t", "gemm/256x768x3072/fast-{isa}-2t"),
-    ("256x3072x768", 2, "gemm/256x3072x768/exact-{isa}-2t", "gemm/256x3072x768/fast-{isa}-2t"),
-    ("1024x1024x1024", 2, "gemm/1024/exact-{isa}-2t", "gemm/1024/fast-{isa}-2t"),
+# GEMM (benches/gemm.rs, the groups `gemm-block/<m>x<k>x<n>` with B packed once):
+# (results.json shape key, BLAS threads, exact id, fast id).
+GEMM_SHAPES = ["256x768x2304", "256x768x768", "256x768x3072", "256x3072x768", "1024x1024x1024"]
+GEMM = [(shape, 1, f"gemm-block/{shape}/exact", f"gemm-block/{shape}/fast") for shape in GEMM_SHAPES] + [
+    (shape, 2, f"gemm-block/{shape}/exact-2t", f"gemm-block/{shape}/fast-2t") for shape in GEMM_SHAPES
 ]
 
-# GEMV, m = 1 (not benchmarked by the crate yet): (shape key, threads, exact id, fast id).
+# GEMV, m = 1 (benches/gemm.rs, the groups `gemv/1x<k>x<n>`, one thread):
+# (shape key, threads, exact id, fast id).
 GEMV = [
-    ("1x768x2304", 1, "gemv/1x768x2304/exact-{isa}", "gemv/1x768x2304/fast-{isa}"),
-    ("1x768x3072", 1, "gemv/1x768x3072/exact-{isa}", "gemv/1x768x3072/fast-{isa}"),
-    ("1x3072x768", 1, "gemv/1x3072x768/exact-{isa}", "gemv/1x3072x768/fast-{isa}"),
-    ("1x768x2304", 2, "gemv/1x768x2304/exact-{isa}-2t", "gemv/1x768x2304/fast-{isa}-2t"),
-    ("1x768x3072", 2, "gemv/1x768x3072/exact-{isa}-2t", "gemv/1x768x3072/fast-{isa}-2t"),
-    ("1x3072x768", 2, "gemv/1x3072x768/exact-{isa}-2t", "gemv/1x3072x768/fast-{isa}-2t"),
+    (shape, 1, f"gemv/{shape}/exact", f"gemv/{shape}/fast")
+    for shape in ["1x768x2304", "1x768x3072", "1x3072x768"]
 ]
 GEMV_TARGET = 1.3  # a GEMV within this factor of streaming its weights once is "at the bound"
 
