@@ -22,7 +22,9 @@ mod error;
 mod mode;
 // Lane types, instruction-set detection and dispatch.
 mod lanes;
-// The kernels over lanes: rows and slices of f32, no tensors.
+// The kernels over lanes: rows and slices of f32, no tensors. Their entry points (and the
+// GEMM's) are compiled once per mode in this crate (`mode::compiled_once_per_mode!`), not
+// again in every crate that calls a mode-generic operator.
 mod ops;
 // One row of a tensor brought to an f32 kernel.
 mod rows;

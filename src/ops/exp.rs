@@ -145,21 +145,13 @@ pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
     }
     let below = l.lt(x, lo);
     let xc = l.select(below, lo, l.select(l.gt(x, hi), hi, x));
-    let magic = l.splat(ROUND_MAGIC);
-    let t = l.fma(xc, l.splat(LOG2E), magic);
-    let n = l.sub(t, magic);
-    let n_int = l.sub_i(l.to_bits(t), l.to_bits(magic));
-    let r = l.fma(n, l.splat(-LN2_HI), xc);
-    let r = l.fma(n, l.splat(-LN2_LO), r);
-    let q = horner::<L, crate::mode::Fast, 4>(l, r, &FAST_EXP_Q);
-    let p = l.add(l.splat(1.0), l.fma(l.mul(r, r), q, r));
-    let y = l.mul(p, pow2i(l, n_int));
+    let y = fast_exp_in_range(l, xc);
     let y = l.select(below, l.splat(0.0), y);
     nan_where_nan(l, x, y)
 }
 
-/// [`fast_exp`] of `x` inside `[FAST_EXP_LOW, FAST_EXP_HIGH]`: the same steps without the
-/// clamp and the selects.
+/// [`fast_exp`] of `x` inside `[FAST_EXP_LOW, FAST_EXP_HIGH]` (the clamp already applied):
+/// the fused reduction, the degree-3 `q` and one `2^n` scale, no selects.
 #[inline(always)]
 fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
     let magic = l.splat(ROUND_MAGIC);
