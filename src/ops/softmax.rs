@@ -107,24 +107,71 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
         );
     } else {
         let s = exp_shifted_sum::<L, M, true>(l, row, m);
-        if M::FAST {
-            let inv = l.splat(1.0 / s);
-            map_registers_in_place_by::<L, 4>(
-                l,
-                row,
-                #[inline(always)]
-                |e| l.mul(e, inv),
-            );
-        } else {
-            let sv = l.splat(s);
-            map_registers_in_place_by::<L, 4>(
-                l,
-                row,
-                #[inline(always)]
-                |e| l.div(e, sv),
-            );
-        }
+        normalise::<L, M>(l, row, s);
     }
+}
+
+/// `e_i / s` (exact) or `e_i * (1/s)` (fast), in place.
+#[inline(always)]
+fn normalise<L: Lanes, M: Mode>(l: L, row: &mut [f32], s: f32) {
+    if M::FAST {
+        let inv = l.splat(1.0 / s);
+        map_registers_in_place_by::<L, 4>(
+            l,
+            row,
+            #[inline(always)]
+            |e| l.mul(e, inv),
+        );
+    } else {
+        let sv = l.splat(s);
+        map_registers_in_place_by::<L, 4>(
+            l,
+            row,
+            #[inline(always)]
+            |e| l.div(e, sv),
+        );
+    }
+}
+
+/// [`softmax_row`] of `src` written to `dst` (equal lengths), with the same bits. Softmax reads
+/// `src` in its first two passes (maximum; exp, stored to `dst`, and sum), so no copy of it is
+/// made; log-softmax copies `src` to `dst` and works there.
+#[inline(always)]
+pub fn softmax_row_into<L: Lanes, M: Mode>(
+    l: L,
+    src: &[f32],
+    dst: &mut [f32],
+    policy: MaskedRow,
+    log_form: bool,
+) {
+    debug_assert_eq!(src.len(), dst.len());
+    if log_form || src.is_empty() {
+        dst.copy_from_slice(src);
+        return softmax_row::<L, M>(l, dst, policy, log_form);
+    }
+    let (m, nan) = max_and_nan(l, src);
+    if nan {
+        dst.fill(CANONICAL_NAN);
+        return;
+    }
+    if m == f32::NEG_INFINITY {
+        dst.fill(policy.fill::<M>(src.len(), false));
+        return;
+    }
+    let mv = l.splat(m);
+    // Inlined by force, as in `exp_shifted_sum`.
+    let s = canonical_sum_with(
+        l,
+        src.len(),
+        #[inline(always)]
+        |start, len| {
+            let x = l.load_partial(&src[start..start + len], f32::NEG_INFINITY);
+            let e = exp_shift::<L, M>(l, x, mv);
+            l.store_partial(e, &mut dst[start..start + len]);
+            e
+        },
+    );
+    normalise::<L, M>(l, dst, s);
 }
 
 /// What masks the scores of one row of attention: the keys from `end` on (a causal limit or
@@ -197,8 +244,10 @@ pub fn masked_softmax_row<L: Lanes, M: Mode>(
     softmax_row::<L, M>(l, row, policy, false);
 }
 
-/// One row through [`softmax_row`] or [`masked_softmax_row`], inside a dispatch.
+/// One row through [`softmax_row`] (or [`softmax_row_into`] from `src`) or
+/// [`masked_softmax_row`], inside a dispatch.
 struct SoftmaxRow<'a, M> {
+    src: Option<&'a [f32]>,
     row: &'a mut [f32],
     masked: Option<(f32, ScoreMask<'a>)>,
     policy: MaskedRow,
@@ -215,7 +264,10 @@ impl<M: Mode> WithLanes for SoftmaxRow<'_, M> {
             Some((scale, mask)) => {
                 masked_softmax_row::<L, M>(l, self.row, scale, &mask, self.policy)
             }
-            None => softmax_row::<L, M>(l, self.row, self.policy, self.log_form),
+            None => match self.src {
+                Some(src) => softmax_row_into::<L, M>(l, src, self.row, self.policy, self.log_form),
+                None => softmax_row::<L, M>(l, self.row, self.policy, self.log_form),
+            },
         }
     }
 }
@@ -233,7 +285,37 @@ fn softmax_row_in_mode<M: Mode>(
     log_form: bool,
 ) {
     isa.dispatch(SoftmaxRow::<M> {
+        src: None,
         row,
+        masked: None,
+        policy,
+        log_form,
+        mode: core::marker::PhantomData,
+    })
+}
+
+compiled_once_per_mode! {
+    /// Softmax (or log-softmax with `log_form`) of `src` into `dst` (equal lengths) in mode `M`
+    /// on `isa`: the bits of [`softmax_row_on`] on a copy of `src`.
+    pub fn softmax_row_into_on(
+        isa: Supported,
+        src: &[f32],
+        dst: &mut [f32],
+        policy: MaskedRow,
+        log_form: bool,
+    ) = softmax_row_into_in_mode;
+}
+
+fn softmax_row_into_in_mode<M: Mode>(
+    isa: Supported,
+    src: &[f32],
+    dst: &mut [f32],
+    policy: MaskedRow,
+    log_form: bool,
+) {
+    isa.dispatch(SoftmaxRow::<M> {
+        src: Some(src),
+        row: dst,
         masked: None,
         policy,
         log_form,
@@ -260,6 +342,7 @@ fn masked_softmax_row_in_mode<M: Mode>(
     policy: MaskedRow,
 ) {
     isa.dispatch(SoftmaxRow::<M> {
+        src: None,
         row,
         masked: Some((scale, mask)),
         policy,

@@ -5,7 +5,7 @@
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, NdProducer, Zip};
 
 use super::Session;
-use crate::rows::{with_row_into, with_row_mut};
+use crate::rows::{with_row, with_row_into, with_row_mut};
 use crate::{Element, Mode};
 
 /// One `()` per row of a tensor of shape `shape` along `axis` (no memory: `()` has no size):
@@ -70,6 +70,32 @@ impl<T: Element> Rows<'_, '_, T> {
                     .and(src.lanes(axis))
                     .and(extra);
                 let f = |d, s, item| with_row_into(s, d, |r| op(r, item));
+                maybe_parallel!(session, parallel, rows, f);
+            }
+        }
+    }
+
+    /// `in_place(row)` for every lane along `axis` of an `InPlace` tensor, `into(src, dst)` for
+    /// every pair of lanes of an `Into` one: for an operator that reads its input once, which
+    /// then needs no copy of it in the destination first. Spread over `session`'s threads when
+    /// the tensor is large.
+    pub(crate) fn for_each_src_dst<M: Mode>(
+        self,
+        session: &Session<M>,
+        axis: Axis,
+        in_place: impl Fn(&mut [f32]) + Sync,
+        into: impl Fn(&[f32], &mut [f32]) + Sync,
+    ) {
+        let parallel = session.parallel(self.shape().iter().product());
+        match self {
+            Rows::InPlace(mut x) => {
+                let rows = Zip::from(x.lanes_mut(axis));
+                let f = |row| with_row_mut(row, |r| in_place(r));
+                maybe_parallel!(session, parallel, rows, f);
+            }
+            Rows::Into(src, mut dst) => {
+                let rows = Zip::from(dst.lanes_mut(axis)).and(src.lanes(axis));
+                let f = |d, s| with_row_mut(d, |d| with_row(s, |s| into(s, d)));
                 maybe_parallel!(session, parallel, rows, f);
             }
         }

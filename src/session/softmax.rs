@@ -8,7 +8,9 @@ use ndarray::{Array, Array1, ArrayRef, ArrayView1, ArrayViewD, Axis, Dimension, 
 use super::Session;
 use super::rows::{Rows, no_extra};
 use crate::error::same_shape;
-use crate::ops::softmax::{MaskedRow, ScoreMask, masked_softmax_row_on, softmax_row_on};
+use crate::ops::softmax::{
+    MaskedRow, ScoreMask, masked_softmax_row_on, softmax_row_into_on, softmax_row_on,
+};
 use crate::rows::{with_bool_row, with_row};
 use crate::{Element, Error, Mode};
 
@@ -178,11 +180,13 @@ impl<M: Mode> Session<M> {
         log_form: bool,
     ) -> Result<(), Error> {
         check_axis(axis, target.shape().len())?;
-        let extra = no_extra(target.shape(), axis);
         let (isa, policy) = (self.isa, self.masked_row);
-        target.for_each(self, axis, extra.view(), |row, &()| {
-            softmax_row_on::<M>(isa, row, policy, log_form)
-        });
+        target.for_each_src_dst(
+            self,
+            axis,
+            |row| softmax_row_on::<M>(isa, row, policy, log_form),
+            |src, dst| softmax_row_into_on::<M>(isa, src, dst, policy, log_form),
+        );
         Ok(())
     }
 

@@ -103,6 +103,22 @@ fn exact_bits_do_not_depend_on_isa_threads_or_layout() {
                 s.softmax(&mut f.view_mut().reversed_axes(), Axis(1))
                     .unwrap();
                 assert_eq!(bits(f.t()), bits(&want));
+                // Out of place (read from `m`, no copy of it first): contiguous and strided
+                // destinations, and in fast mode the bits of the in-place form.
+                let mut d = Array2::zeros(m.dim());
+                s.softmax_into(&m, &mut d, Axis(1)).unwrap();
+                assert_eq!(bits(&d), bits(&want), "into n {n} {isa} {threads}");
+                let mut d = Array2::zeros((n, rows));
+                s.softmax_into(&m, &mut d.view_mut().reversed_axes(), Axis(1))
+                    .unwrap();
+                assert_eq!(bits(d.t()), bits(&want));
+                let fast = pinned_session::<Fast>(isa, threads);
+                let mut a = m.clone();
+                fast.softmax(&mut a, Axis(1)).unwrap();
+                assert_eq!(bits(&fast.softmax_owned(&m, Axis(1)).unwrap()), bits(&a));
+                let mut d = Array2::zeros(m.dim());
+                fast.softmax_into(&m, &mut d, Axis(1)).unwrap();
+                assert_eq!(bits(&d), bits(&a), "fast into n {n} {isa} {threads}");
                 let mut l = m.clone();
                 s.log_softmax(&mut l, Axis(1)).unwrap();
                 assert_eq!(bits(&l), bits(&want_log));
