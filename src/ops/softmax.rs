@@ -45,10 +45,17 @@ impl MaskedRow {
     }
 }
 
-/// `exp(x - m)` lane by lane, with `x - m` taken as `0` where `x == m`.
+/// `exp(x - m)` lane by lane, with `x - m` taken as `0` where `x == m`. Only `m = +inf`
+/// (`m_is_inf`) needs the select: for a finite `m`, `x - m` is already zero where `x == m`
+/// (`+0`, or `-0` under a caller's round-down in fast mode, and `exp(-0) = exp(+0) = 1`).
 #[inline(always)]
-fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F) -> L::F {
-    let d = l.select(l.eq(x, m), l.splat(0.0), l.sub(x, m));
+fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F, m_is_inf: bool) -> L::F {
+    let d = l.sub(x, m);
+    let d = if m_is_inf {
+        l.select(l.eq(x, m), l.splat(0.0), d)
+    } else {
+        d
+    };
     if M::FAST {
         fast_exp(l, d)
     } else {
@@ -59,7 +66,7 @@ fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F) -> L::F {
 /// The canonical sum of `exp(x_i - m)`; with `STORE` the exps overwrite the row.
 #[inline(always)]
 fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], m: f32) -> f32 {
-    let mv = l.splat(m);
+    let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
     // Inlined by force: a closure left out of line loses the trampoline's target features and
     // calls every intrinsic as a function.
     canonical_sum_with(
@@ -68,7 +75,7 @@ fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], 
         #[inline(always)]
         |start, len| {
             let part = &mut row[start..start + len];
-            let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), mv);
+            let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), mv, m_is_inf);
             if STORE {
                 l.store_partial(e, part);
             }
@@ -158,7 +165,7 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
         dst.fill(policy.fill::<M>(src.len(), false));
         return;
     }
-    let mv = l.splat(m);
+    let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
     // Inlined by force, as in `exp_shifted_sum`.
     let s = canonical_sum_with(
         l,
@@ -166,7 +173,7 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
         #[inline(always)]
         |start, len| {
             let x = l.load_partial(&src[start..start + len], f32::NEG_INFINITY);
-            let e = exp_shift::<L, M>(l, x, mv);
+            let e = exp_shift::<L, M>(l, x, mv, m_is_inf);
             l.store_partial(e, &mut dst[start..start + len]);
             e
         },
@@ -449,7 +456,7 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
             self.tile.fill(0.0);
             return 1.0;
         }
-        let rescale = exp_shift::<Scalar, M>(Scalar::new(), old, new);
+        let rescale = exp_shift::<Scalar, M>(Scalar::new(), old, new, new == f32::INFINITY);
         let s = exp_shifted_sum::<L, M, true>(l, self.tile, new);
         self.state.sum = self.state.sum * rescale + s;
         self.state.max = new;
