@@ -84,6 +84,25 @@ fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], 
     )
 }
 
+/// The value every entry of a row of `n` entries gets when the row holds a NaN (`nan`: the
+/// canonical NaN) or is fully masked (its maximum `m` is `-inf`: the [`MaskedRow`] policy);
+/// `None` for an ordinary row.
+fn special_row_fill<M: Mode>(
+    m: f32,
+    nan: bool,
+    n: usize,
+    policy: MaskedRow,
+    log_form: bool,
+) -> Option<f32> {
+    if nan {
+        Some(CANONICAL_NAN)
+    } else if m == f32::NEG_INFINITY {
+        Some(policy.fill::<M>(n, log_form))
+    } else {
+        None
+    }
+}
+
 /// Softmax (or log-softmax) of one row, in place.
 #[inline(always)]
 pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, log_form: bool) {
@@ -91,13 +110,8 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
         return;
     }
     let (m, nan) = max_and_nan(l, row);
-    if nan {
-        row.fill(CANONICAL_NAN);
-        return;
-    }
-    if m == f32::NEG_INFINITY {
-        row.fill(policy.fill::<M>(row.len(), log_form));
-        return;
+    if let Some(fill) = special_row_fill::<M>(m, nan, row.len(), policy, log_form) {
+        return row.fill(fill);
     }
     let mv = l.splat(m);
     if log_form {
@@ -157,13 +171,8 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
         return softmax_row::<L, M>(l, dst, policy, log_form);
     }
     let (m, nan) = max_and_nan(l, src);
-    if nan {
-        dst.fill(CANONICAL_NAN);
-        return;
-    }
-    if m == f32::NEG_INFINITY {
-        dst.fill(policy.fill::<M>(src.len(), false));
-        return;
+    if let Some(fill) = special_row_fill::<M>(m, nan, src.len(), policy, false) {
+        return dst.fill(fill);
     }
     let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
     // Inlined by force, as in `exp_shifted_sum`.
