@@ -2,7 +2,7 @@
 //! erf form fast mode uses (spec, "Fast-mode erf GELU").
 
 use super::erf::one_plus_erf;
-use super::sigmoid::sigmoid;
+use super::sigmoid::sigmoid_of_number;
 use super::{horner, kernel_type, nan_where_nan};
 use crate::lanes::Lanes;
 use crate::mode::{Fast, Mode};
@@ -44,7 +44,8 @@ pub fn gelu_tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let cube = l.mul(l.mul(x, x), x);
     let inner = M::madd(l, l.splat(GELU_TANH_CUBIC), cube, x);
     let u = l.mul(l.splat(SQRT_2_OVER_PI), inner);
-    let g = l.mul(x, sigmoid::<L, M>(l, l.add(u, u)));
+    // `2u` is NaN only where `x` is, and `gelu_specials` places the NaN there.
+    let g = l.mul(x, sigmoid_of_number::<L, M>(l, l.add(u, u)));
     gelu_specials(l, x, g)
 }
 
