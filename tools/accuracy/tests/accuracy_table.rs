@@ -12,9 +12,10 @@ use ak_accuracy::{
 /// line up with the power-of-two structure of the floats.
 const COARSE: u64 = 41;
 
-/// Whether `AK_EXTENSIVE=1` asks for the long versions (as in the crate's own tests).
+/// Whether the long versions run: `AK_EXTENSIVE=1` (any value but `0` or empty), as in the
+/// crate's own tests.
 fn extensive() -> bool {
-    std::env::var("AK_EXTENSIVE").is_ok_and(|v| v == "1")
+    std::env::var("AK_EXTENSIVE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// The multiplier a row runs at in the coarse tests. With `AK_EXTENSIVE=1`: the GELU tails (8.4
