@@ -412,13 +412,6 @@ fn attention_shape_errors() {
 }
 
 // Block sizes against inf and NaN (one head, 2-D tensors).
-fn hashed_values(r: usize, c: usize, seed: u64) -> Array2<f32> {
-    Array2::from_shape_fn((r, c), |(i, j)| {
-        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2.0
-    })
-}
-
 fn run_2d<M: Mode>(
     isa: Isa,
     (q, k, v): (&Array2<f32>, &Array2<f32>, &Array2<f32>),
@@ -434,10 +427,10 @@ fn run_2d<M: Mode>(
 #[test]
 fn exact_bits_do_not_depend_on_the_blocks_even_with_inf_and_nan_in_hidden_v_rows() {
     let (seq, dim) = (9, 5);
-    let q = hashed_values(seq, dim, 1);
-    let k = hashed_values(seq, dim, 2);
+    let q = hashed_matrix(seq, dim, 1, 2.0);
+    let k = hashed_matrix(seq, dim, 2, 2.0);
     for (bad_row, bad) in [(1, f32::INFINITY), (4, f32::NAN), (8, f32::NEG_INFINITY)] {
-        let mut v = hashed_values(seq, 3, 3);
+        let mut v = hashed_matrix(seq, 3, 3, 2.0);
         v.row_mut(bad_row).fill(bad);
         for isa in Isa::available() {
             for causal in [true, false] {
@@ -477,10 +470,13 @@ fn exact_bits_do_not_depend_on_the_blocks_even_with_inf_and_nan_in_hidden_v_rows
 
 fn nan_scores_make_their_rows_nan<M: Mode>(isa: Isa) {
     let (seq, dim) = (6, 4);
-    let v = hashed_values(seq, 3, 3);
+    let v = hashed_matrix(seq, 3, 3, 2.0);
     // A NaN in query 1: row 1 NaN, the others finite. A NaN in key 0: every row NaN.
     for (in_q, rows_nan) in [(true, vec![1]), (false, (0..seq).collect::<Vec<_>>())] {
-        let (mut q, mut k) = (hashed_values(seq, dim, 1), hashed_values(seq, dim, 2));
+        let (mut q, mut k) = (
+            hashed_matrix(seq, dim, 1, 2.0),
+            hashed_matrix(seq, dim, 2, 2.0),
+        );
         if in_q {
             q[[1, 0]] = f32::NAN;
         } else {

@@ -378,3 +378,21 @@ pub fn gemm_reference(
         canon(acc)
     })
 }
+
+/// A deterministic `[r, c]` matrix from a hash of `(i, j, seed)`: values in `[-0.5, 0.5)` times
+/// `scale`.
+pub fn hashed_matrix(r: usize, c: usize, seed: u64, scale: f32) -> ndarray::Array2<f32> {
+    ndarray::Array2::from_shape_fn((r, c), |(i, j)| {
+        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale
+    })
+}
+
+/// Like [`hashed_matrix`], with mixed magnitudes: each value times `2^e`, `e` in `-6..=6`.
+pub fn hashed_mixed_matrix(r: usize, c: usize, seed: u64) -> ndarray::Array2<f32> {
+    ndarray::Array2::from_shape_fn((r, c), |(i, j)| {
+        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mantissa = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+        mantissa * 2f32.powi(((h >> 20) % 13) as i32 - 6)
+    })
+}

@@ -2,19 +2,12 @@
 //! finished C afterwards, bit for bit, in both modes, on every instruction set; applied directly
 //! they work on tiles of any layout, and a user's own GEMM can call them on its own tiles.
 
-use crate::common::{bits, pinned_session};
+use crate::common::{bits, hashed_matrix, pinned_session};
 use activation_kernels::epilogue::{
     Activation, Bias, BiasActivation, Chain, FromFn, Identity, Residual, Scale, TileEpilogue,
 };
 use activation_kernels::{Error, Exact, Fast, Func, Isa, Mode, Session};
 use ndarray::{Array1, Array2, ArrayRef2, ShapeBuilder, s};
-
-fn values(r: usize, c: usize, seed: u64, scale: f32) -> Array2<f32> {
-    Array2::from_shape_fn((r, c), |(i, j)| {
-        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale
-    })
-}
 
 /// `c[i, j] + bias[j]` or `+ bias[i]`, one addition per element.
 fn add_bias(c: &Array2<f32>, bias: &[f32], per_row: bool) -> Array2<f32> {
@@ -27,11 +20,11 @@ fn fused_equals_afterwards<M: Mode>(isa: Isa) {
     // Several row bands and two column tiles of the driver, and a small product.
     for (m, n, k) in [(100, 1030, 20), (7, 9, 5)] {
         let s = pinned_session::<M>(isa, 2);
-        let a = values(m, k, 1, 2.0);
-        let b = values(k, n, 2, 2.0);
-        let col_bias: Vec<f32> = values(1, n, 3, 4.0).into_raw_vec_and_offset().0;
-        let row_bias: Vec<f32> = values(1, m, 4, 4.0).into_raw_vec_and_offset().0;
-        let residual = values(m, n, 5, 1.0);
+        let a = hashed_matrix(m, k, 1, 2.0);
+        let b = hashed_matrix(k, n, 2, 2.0);
+        let col_bias: Vec<f32> = hashed_matrix(1, n, 3, 4.0).into_raw_vec_and_offset().0;
+        let row_bias: Vec<f32> = hashed_matrix(1, m, 4, 4.0).into_raw_vec_and_offset().0;
+        let residual = hashed_matrix(m, n, 5, 1.0);
         let mut plain = Array2::zeros((m, n));
         s.matmul_into(&a, &b, &mut plain, &Identity).unwrap();
 
@@ -132,10 +125,10 @@ fn my_gemm(a: &Array2<f32>, b: &Array2<f32>, ep: &dyn TileEpilogue) -> Array2<f3
 fn a_users_gemm_calls_the_same_epilogues() {
     let s = Session::exact();
     let (m, n, k) = (23, 31, 17);
-    let a = values(m, k, 6, 3.0);
-    let b = values(k, n, 7, 3.0);
+    let a = hashed_matrix(m, k, 6, 3.0);
+    let b = hashed_matrix(k, n, 7, 3.0);
     let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.25 - 4.0).collect();
-    let r = values(m, n, 8, 1.0);
+    let r = hashed_matrix(m, n, 8, 1.0);
     let row_bias = Array1::linspace(-1.0f32, 1.0, m);
     let epilogues: Vec<Box<dyn TileEpilogue + '_>> = vec![
         Box::new(Identity),
@@ -154,9 +147,9 @@ fn a_users_gemm_calls_the_same_epilogues() {
 #[test]
 fn epilogues_work_on_tiles_of_any_layout() {
     let s = Session::fast();
-    let x = values(13, 11, 9, 8.0);
+    let x = hashed_matrix(13, 11, 9, 8.0);
     let bias: Vec<f32> = (0..20).map(|j| j as f32 - 10.0).collect();
-    let r = values(20, 20, 10, 1.0);
+    let r = hashed_matrix(20, 20, 10, 1.0);
     let epilogues: Vec<(&str, Box<dyn TileEpilogue + '_>)> = vec![
         ("activation", Box::new(s.activation(Func::Silu))),
         ("bias per column", Box::new(Bias::per_column(&bias[..]))),

@@ -3,7 +3,7 @@
 //! within the bound of a sequential fp32 sum; every element through the epilogue exactly once;
 //! shape errors.
 
-use crate::common::{bits, pinned_session};
+use crate::common::{bits, hashed_mixed_matrix, pinned_session};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -13,15 +13,6 @@ use ndarray::{Array2, Array3, ArrayRef2, ArrayView2, ArrayViewMut2, ShapeBuilder
 
 /// Deterministic values spread over several binades, so that any change in the order of a sum
 /// changes its bits.
-fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {
-    Array2::from_shape_fn((r, c), |(i, j)| {
-        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mantissa = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-        let exponent = ((h >> 20) % 13) as i32 - 6;
-        mantissa * 2f32.powi(exponent)
-    })
-}
-
 /// `c = +0; for k { c = c + a[i][k] * b[k][j] }`.
 fn naive(a: &ArrayView2<'_, f32>, b: &ArrayView2<'_, f32>) -> Array2<f32> {
     let (m, k) = a.dim();
@@ -89,8 +80,8 @@ fn exact_equals_the_naive_loop_on_every_isa_thread_count_and_layout() {
         .flat_map(|isa| [1, 2, 3].map(|t| (isa, t, pinned_session::<Exact>(isa, t))))
         .collect();
     for (m, n, k) in shapes() {
-        let a = values(m, k, 1);
-        let b = values(k, n, 2);
+        let a = hashed_mixed_matrix(m, k, 1);
+        let b = hashed_mixed_matrix(k, n, 2);
         let want = bits(&naive(&a.view(), &b.view()));
         let (al, bl) = (layouts(&a), layouts(&b));
         for (idx, (isa, threads, session)) in sessions.iter().enumerate() {
@@ -136,8 +127,8 @@ fn fast_is_within_the_bound_of_a_sequential_sum() {
     for isa in Isa::available() {
         let s = pinned_session::<Fast>(isa, 2);
         for (m, n, k) in shapes() {
-            let a = values(m, k, 3);
-            let b = values(k, n, 4);
+            let a = hashed_mixed_matrix(m, k, 3);
+            let b = hashed_mixed_matrix(k, n, 4);
             let mut c = Array2::from_elem((m, n), f32::NAN);
             s.matmul_into(&a, &b, &mut c, &Identity).unwrap();
             let gamma = k as f64 * u / (1.0 - k as f64 * u);
@@ -162,8 +153,8 @@ fn fast_is_within_the_bound_of_a_sequential_sum() {
 #[test]
 fn fast_uses_fused_steps_and_depends_on_neither_threads_nor_isa() {
     let (m, n, k) = (65, 70, 129);
-    let a = values(m, k, 5);
-    let b = values(k, n, 6);
+    let a = hashed_mixed_matrix(m, k, 5);
+    let b = hashed_mixed_matrix(k, n, 6);
     let exact = bits(&naive(&a.view(), &b.view()));
     // `fma(a, b, c)` in increasing k from +0: one rounding per step, like every fma.
     let fused = Array2::from_shape_fn((m, n), |(i, j)| {
@@ -232,8 +223,8 @@ fn the_epilogue_sees_each_finished_element_once() {
             if k > 1000 && isa != Isa::detect() {
                 continue;
             }
-            let a = values(m, k, 7);
-            let b = values(k, n, 8);
+            let a = hashed_mixed_matrix(m, k, 7);
+            let b = hashed_mixed_matrix(k, n, 8);
             let s = pinned_session::<Exact>(isa, threads);
             let mut finished = Array2::zeros((m, n));
             s.matmul_into(&a, &b, &mut finished, &Identity).unwrap();
@@ -302,8 +293,13 @@ fn empty_outputs_call_no_epilogue() {
     let s = Session::exact();
     for (m, n, k) in [(0, 3, 4), (3, 0, 4), (0, 0, 0)] {
         let mut c = Array2::zeros((m, n));
-        s.matmul_into(&values(m, k, 1), &values(k, n, 2), &mut c, &never)
-            .unwrap();
+        s.matmul_into(
+            &hashed_mixed_matrix(m, k, 1),
+            &hashed_mixed_matrix(k, n, 2),
+            &mut c,
+            &never,
+        )
+        .unwrap();
     }
 }
 
@@ -311,7 +307,9 @@ fn empty_outputs_call_no_epilogue() {
 fn batched_items_equal_single_products() {
     let (batch, m, n, k) = (4, 33, 70, 19);
     let stack = |r, c, seed: u64| {
-        let items: Vec<Array2<f32>> = (0..batch as u64).map(|q| values(r, c, seed + q)).collect();
+        let items: Vec<Array2<f32>> = (0..batch as u64)
+            .map(|q| hashed_mixed_matrix(r, c, seed + q))
+            .collect();
         let views: Vec<_> = items.iter().map(|x| x.view()).collect();
         ndarray::stack(ndarray::Axis(0), &views).unwrap()
     };
@@ -366,8 +364,8 @@ fn is_shape_error<T: std::fmt::Debug>(r: Result<T, Error>) -> bool {
 #[test]
 fn shape_errors_are_errors_and_leave_c_alone() {
     let s = Session::exact();
-    let a = values(3, 4, 1);
-    let b = values(4, 5, 2);
+    let a = hashed_mixed_matrix(3, 4, 1);
+    let b = hashed_mixed_matrix(4, 5, 2);
     let mut c = Array2::from_elem((3, 5), 7.0f32);
     assert!(is_shape_error(s.matmul_into(&a, &a, &mut c, &Identity)));
     assert!(is_shape_error(s.matmul_into(&a, &b.t(), &mut c, &Identity)));
@@ -448,8 +446,8 @@ fn shape_errors_are_errors_and_leave_c_alone() {
 
 #[test]
 fn special_values_propagate_like_the_naive_loop() {
-    let mut a = values(9, 20, 1);
-    let mut b = values(20, 18, 2);
+    let mut a = hashed_mixed_matrix(9, 20, 1);
+    let mut b = hashed_mixed_matrix(20, 18, 2);
     a[[0, 3]] = f32::INFINITY;
     a[[2, 5]] = f32::NAN;
     b[[7, 4]] = f32::NEG_INFINITY;

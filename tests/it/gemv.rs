@@ -2,16 +2,9 @@
 
 use ndarray::{Array2, ShapeBuilder, s};
 
+use crate::common::{bits, hashed_mixed_matrix, pinned_session};
 use activation_kernels::epilogue::{Bias, Identity};
-use activation_kernels::{Exact, Fast, Func, Isa, Mode, Session};
-
-fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {
-    Array2::from_shape_fn((r, c), |(i, j)| {
-        let h = (i as u64 * 1_000_003 + j as u64 * 7919 + seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mantissa = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-        mantissa * 2f32.powi(((h >> 20) % 13) as i32 - 6)
-    })
-}
+use activation_kernels::{Exact, Fast, Func, Isa, Mode};
 
 /// The plain loop, `k` increasing from `+0`.
 fn reference<M: Mode>(a: &Array2<f32>, b: &Array2<f32>) -> Vec<u32> {
@@ -30,20 +23,11 @@ fn reference<M: Mode>(a: &Array2<f32>, b: &Array2<f32>) -> Vec<u32> {
         .collect()
 }
 
-fn bits(a: &Array2<f32>) -> Vec<u32> {
-    a.iter().map(|x| x.to_bits()).collect()
-}
-
 fn one_row<M: Mode>(isa: Isa, threads: usize) {
-    let s = Session::<M>::new()
-        .with_isa(isa)
-        .unwrap()
-        .with_threads(threads)
-        .unwrap()
-        .with_parallel_threshold(0);
+    let s = pinned_session::<M>(isa, threads);
     for (k, n) in [(1, 1), (13, 7), (33, 129), (70, 1100), (0, 9), (4099, 37)] {
-        let a = values(1, k, 1);
-        let b = values(k, n, 2);
+        let a = hashed_mixed_matrix(1, k, 1);
+        let b = hashed_mixed_matrix(k, n, 2);
         let want = reference::<M>(&a, &b);
         let packed = s.pack(&b).unwrap();
         let mut wide = Array2::from_elem((k, n + 3), f32::NAN);
@@ -75,7 +59,7 @@ fn one_row<M: Mode>(isa: Isa, threads: usize) {
         // With an epilogue, and as row 0 of a larger product.
         let bias: Vec<f32> = (0..n).map(|j| j as f32 / 16.0).collect();
         let ep = s.bias_activation(Bias::per_column(&bias[..]), Func::GeluErf);
-        let mut a3 = values(3, k, 5);
+        let mut a3 = hashed_mixed_matrix(3, k, 5);
         a3.row_mut(0).assign(&a.row(0));
         let big = s.matmul_owned(&a3, &b, &ep).unwrap();
         let one = s.matmul_owned(&a, &packed, &ep).unwrap();

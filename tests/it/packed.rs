@@ -2,7 +2,7 @@
 
 use ndarray::{Array2, ShapeBuilder, s};
 
-use crate::common::bits;
+use crate::common::{bits, pinned_session};
 use activation_kernels::PackedMatrix;
 use activation_kernels::epilogue::{Bias, Identity};
 use activation_kernels::{Error, Exact, Fast, Func, Isa, Mode, Session};
@@ -21,12 +21,7 @@ fn values(r: usize, c: usize, seed: u64, special: bool) -> Array2<f32> {
 }
 
 fn packed_equals_unpacked<M: Mode>(isa: Isa, threads: usize) {
-    let s = Session::<M>::new()
-        .with_isa(isa)
-        .unwrap()
-        .with_threads(threads)
-        .unwrap()
-        .with_parallel_threshold(0);
+    let s = pinned_session::<M>(isa, threads);
     for (m, k, n, special) in [
         (1, 1, 1, false),
         (7, 13, 37, true),
