@@ -6,9 +6,12 @@
 //! cargo bench --bench softmax
 //! ```
 
-use activation_kernels::Mask;
-use activation_kernels::Session;
-use criterion::{BatchSize, Criterion, Throughput, black_box, criterion_group, criterion_main};
+use activation_kernels::{Mask, Mode, Session};
+use criterion::measurement::WallTime;
+use criterion::{
+    BatchSize, BenchmarkGroup, Criterion, Throughput, black_box, criterion_group, criterion_main,
+};
+
 use ndarray::{Array2, Array3, Axis};
 
 fn data(n: usize) -> Vec<f32> {
@@ -47,33 +50,31 @@ fn softmax(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1 << 20));
     // In place on a fresh copy of the scores every iteration (the copy is not timed).
     let src = Array3::from_shape_vec((1, 1024, 1024), data(1 << 20)).unwrap();
-    let cases = [
-        ("exact-unmasked", &e, Mask::None),
-        ("exact-causal", &e, Mask::Causal { offset: 0 }),
-    ];
-    for (name, s, mask) in cases {
-        g.bench_function(name, |b| {
-            b.iter_batched_ref(
-                || src.clone(),
-                |x| s.masked_softmax(black_box(x), 0.125, &mask).unwrap(),
-                BatchSize::LargeInput,
-            )
-        });
-    }
-    let cases = [
-        ("fast-unmasked", &f, Mask::None),
-        ("fast-causal", &f, Mask::Causal { offset: 0 }),
-    ];
-    for (name, s, mask) in cases {
-        g.bench_function(name, |b| {
-            b.iter_batched_ref(
-                || src.clone(),
-                |x| s.masked_softmax(black_box(x), 0.125, &mask).unwrap(),
-                BatchSize::LargeInput,
-            )
-        });
-    }
+    masked_cases(&mut g, &src, "exact", &e);
+    masked_cases(&mut g, &src, "fast", &f);
     g.finish();
+}
+
+/// The unmasked and the causal masked softmax of `src` in `session`'s mode, in place on a fresh
+/// copy of the scores every iteration (the copy is not timed).
+fn masked_cases<M: Mode>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    src: &Array3<f32>,
+    mode: &str,
+    session: &Session<M>,
+) {
+    for (kind, mask) in [
+        ("unmasked", Mask::None),
+        ("causal", Mask::Causal { offset: 0 }),
+    ] {
+        g.bench_function(format!("{mode}-{kind}"), |b| {
+            b.iter_batched_ref(
+                || src.clone(),
+                |x| session.masked_softmax(black_box(x), 0.125, &mask).unwrap(),
+                BatchSize::LargeInput,
+            )
+        });
+    }
 }
 
 criterion_group! {
