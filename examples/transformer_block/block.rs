@@ -163,6 +163,26 @@ pub fn forward<M: Mode>(
     forward_packed(s, c, w, &Packed::new(s, w)?, x, t)
 }
 
+/// The first layer norm of the rows of `x`, then their q, k and v: `ln1(x) W_qkv + b_qkv`
+/// (`[rows, 3 d_model]`).
+fn norm_and_qkv<M: Mode>(
+    s: &Session<M>,
+    w: &Weights,
+    p: &Packed,
+    x: &Array2<f32>,
+    t: &mut Timings,
+) -> Result<Array2<f32>, Error> {
+    let mut h = x.clone();
+    t.time("layernorm 1", || {
+        s.layer_norm(&mut h, &w.ln1_g, &w.ln1_b, LN_EPS)
+    })?;
+    let mut qkv = Array2::<f32>::zeros((x.nrows(), p.w_qkv.dim().1));
+    t.time("qkv projection + bias", || {
+        s.matmul_into(&h, &p.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
+    })?;
+    Ok(qkv)
+}
+
 /// The block with the weight matrices packed once (`p`, from `w`); vectors from `w`.
 pub fn forward_packed<M: Mode>(
     s: &Session<M>,
@@ -173,14 +193,7 @@ pub fn forward_packed<M: Mode>(
     t: &mut Timings,
 ) -> Result<Array2<f32>, Error> {
     let (d, hd) = (c.d_model, c.d_model / c.heads);
-    let mut h = x.clone();
-    t.time("layernorm 1", || {
-        s.layer_norm(&mut h, &w.ln1_g, &w.ln1_b, LN_EPS)
-    })?;
-    let mut qkv = Array2::<f32>::zeros((c.tokens(), 3 * d));
-    t.time("qkv projection + bias", || {
-        s.matmul_into(&h, &p.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
-    })?;
+    let qkv = norm_and_qkv(s, w, p, x, t)?;
     // [tokens, 3d] as [batch, seq, 3, heads, hd], then q, k, v as [batch, heads, seq, hd] views.
     let qkv5 = qkv
         .view()
@@ -253,14 +266,7 @@ pub fn decode_step<M: Mode>(
     t: &mut Timings,
 ) -> Result<Array2<f32>, Error> {
     let (d, hd) = (c.d_model, c.d_model / c.heads);
-    let mut h = x.clone();
-    t.time("layernorm 1", || {
-        s.layer_norm(&mut h, &w.ln1_g, &w.ln1_b, LN_EPS)
-    })?;
-    let mut qkv = Array2::<f32>::zeros((1, 3 * d));
-    t.time("qkv projection + bias", || {
-        s.matmul_into(&h, &p.w_qkv, &mut qkv, &Bias::per_column(w.b_qkv.view()))
-    })?;
+    let qkv = norm_and_qkv(s, w, p, x, t)?;
     let n = cache.len;
     let qkv3 = qkv
         .view()
