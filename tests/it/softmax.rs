@@ -240,6 +240,47 @@ fn special_rows_nan_minus_inf_plus_inf_and_fully_masked() {
         let mut x = Array1::from(vec![f32::INFINITY, 3.0]);
         s.log_softmax(&mut x, Axis(0)).unwrap();
         assert_eq!(bits(&x), bits(&[0.0f32, f32::NEG_INFINITY]));
+        // softmax_into (which reads its source instead of a copy) gives the in-place bits on
+        // every special row, in both modes, also past the first register.
+        let mut long_inf = vec![0.25f32; 20];
+        long_inf[13] = f32::INFINITY;
+        let mut long_nan = vec![-1.0f32; 20];
+        long_nan[17] = f32::NAN;
+        let rows = [
+            vec![1.0, f32::NAN, 2.0, 3.0],
+            vec![0.5, f32::NEG_INFINITY, 0.5, f32::NEG_INFINITY],
+            vec![f32::INFINITY, 3.0, f32::INFINITY, f32::NEG_INFINITY],
+            vec![f32::NEG_INFINITY; 4],
+            long_inf,
+            long_nan,
+        ];
+        for row in rows {
+            let src = Array1::from(row);
+            for (mode, want, got) in [
+                ("exact", s.softmax_owned(&src, Axis(0)), {
+                    let mut d = Array1::zeros(src.len());
+                    s.softmax_into(&src, &mut d, Axis(0)).map(|()| d)
+                }),
+                (
+                    "fast",
+                    Session::fast()
+                        .with_isa(isa)
+                        .unwrap()
+                        .softmax_owned(&src, Axis(0)),
+                    {
+                        let mut d = Array1::zeros(src.len());
+                        let f = Session::fast().with_isa(isa).unwrap();
+                        f.softmax_into(&src, &mut d, Axis(0)).map(|()| d)
+                    },
+                ),
+            ] {
+                assert_eq!(
+                    bits(&got.unwrap()),
+                    bits(&want.unwrap()),
+                    "{mode} {isa} {src}"
+                );
+            }
+        }
         // Fully masked rows, each policy, both forms.
         for (policy, soft, log) in [
             (MaskedRow::Zero, 0.0f32, f32::NEG_INFINITY),
