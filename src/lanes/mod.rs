@@ -108,6 +108,8 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn select(self, m: Self::M, a: Self::F, b: Self::F) -> Self::F;
     /// Mask or.
     fn mask_or(self, a: Self::M, b: Self::M) -> Self::M;
+    /// Lane-wise and of two masks.
+    fn mask_and(self, a: Self::M, b: Self::M) -> Self::M;
     /// True if any lane of `m` is set.
     fn any(self, m: Self::M) -> bool;
     /// True if every lane of `m` is set.

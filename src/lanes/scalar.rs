@@ -90,6 +90,10 @@ impl Lanes for Scalar {
         a | b
     }
     #[inline(always)]
+    fn mask_and(self, a: bool, b: bool) -> bool {
+        a & b
+    }
+    #[inline(always)]
     fn any(self, m: bool) -> bool {
         m
     }

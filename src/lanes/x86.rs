@@ -121,6 +121,10 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
         proven!(_mm_or_ps(a, b))
     }
     #[inline(always)]
+    fn mask_and(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_and_ps(a, b))
+    }
+    #[inline(always)]
     fn any(self, m: __m128) -> bool {
         proven!(_mm_movemask_ps(m) != 0)
     }
@@ -245,6 +249,10 @@ impl Lanes for Avx2 {
         proven!(_mm256_or_ps(a, b))
     }
     #[inline(always)]
+    fn mask_and(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_and_ps(a, b))
+    }
+    #[inline(always)]
     fn any(self, m: __m256) -> bool {
         proven!(_mm256_movemask_ps(m)) != 0
     }
@@ -367,6 +375,10 @@ impl Lanes for Avx512 {
     #[inline(always)]
     fn mask_or(self, a: __mmask16, b: __mmask16) -> __mmask16 {
         a | b
+    }
+    #[inline(always)]
+    fn mask_and(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        a & b
     }
     #[inline(always)]
     fn any(self, m: __mmask16) -> bool {

@@ -123,7 +123,11 @@ pub fn exp_in<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n) = reduce::<L, M>(l, x);
     let y = l.mul(p, pow2i(l, n));
-    if l.all(l.ge(x, l.splat(EXP_NONPOSITIVE_FLUSH))) && !l.any(l.gt(x, l.splat(EXP_ONE_SCALE))) {
+    let in_range = l.mask_and(
+        l.ge(x, l.splat(EXP_NONPOSITIVE_FLUSH)),
+        l.ge(l.splat(EXP_ONE_SCALE), x),
+    );
+    if l.all(in_range) {
         return y;
     }
     let y = l.select(l.gt_i(n, l.splat_i(127)), l.splat(f32::INFINITY), y);
@@ -138,9 +142,10 @@ pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
     let lo = l.splat(FAST_EXP_LOW);
     let hi = l.splat(FAST_EXP_HIGH);
-    // One test per register: when every lane is inside [lo, hi] (a NaN is not), the clamp and
-    // the selects below change nothing, so they are skipped; the bits are the same.
-    if l.all(l.ge(x, lo)) && l.all(l.ge(hi, x)) {
+    // One test per register (one mask, one branch): when every lane is inside [lo, hi] (a NaN
+    // is not), the clamp and the selects below change nothing, so they are skipped; the bits
+    // are the same.
+    if l.all(l.mask_and(l.ge(x, lo), l.ge(hi, x))) {
         return fast_exp_in_range(l, x);
     }
     let below = l.lt(x, lo);
