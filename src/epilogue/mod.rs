@@ -29,6 +29,7 @@ pub use residual::{Residual, Scale};
 use crate::error::Error;
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::Mode;
+use crate::ops::CANONICAL_NAN;
 use crate::ops::nan::canonical_nan_lanes;
 use crate::rows::with_row_mut;
 
@@ -233,6 +234,18 @@ impl WithLanes for CanonicalNanTile<'_> {
         if let Some(all) = self.tile.as_slice_memory_order_mut() {
             return canonical_nan_lanes(l, all);
         }
-        for_each_row(self.tile, |_, r| canonical_nan_lanes(l, r));
+        // Row by row, without a closure: a closure handed to a helper outside this dispatched
+        // function is compiled without its instruction set, and every intrinsic in it becomes
+        // a call (that cost exact attention 10% of its time). A strided row (no slice) takes
+        // the same replacement one value at a time.
+        for mut row in self.tile.rows_mut() {
+            match row.as_slice_mut() {
+                Some(r) => canonical_nan_lanes(l, r),
+                None => row
+                    .iter_mut()
+                    .filter(|x| x.is_nan())
+                    .for_each(|x| *x = CANONICAL_NAN),
+            }
+        }
     }
 }
