@@ -8,10 +8,13 @@
 //! (lanes are independent, so they cannot change the bits of real elements).
 //!
 //! Three cases, by layout: the `p` values of one `k` contiguous (C-order B, F-order A: one copy
-//! per `k`), the `kc` values of one row contiguous (C-order A, F-order B: one scatter per row),
-//! and any other strides (element by element).
+//! per `k`), the `kc` values of one row contiguous (C-order A, F-order B, a transposed view
+//! such as attention's `K^T`: 4 x 4 register transposes, four rows at a time), and any other
+//! strides (element by element).
 
 use ndarray::ArrayView2;
+
+use crate::lanes::transpose4_strip;
 
 /// Packs `src` (`r x kc`) into `ceil(r / p)` consecutive panels of `p` rows at the start of
 /// `dst`, zero-padding the last panel. Returns the number of values written.
@@ -75,9 +78,20 @@ fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
                 h += 1;
             }
             if h == P {
-                for (k, d) in panel.as_chunks_mut::<P>().0.iter_mut().enumerate() {
-                    for (d, row) in d.iter_mut().zip(&these) {
-                        *d = row[k];
+                // Four rows at a time through 4 x 4 register transposes, the rest one by one.
+                let quads = P / 4;
+                for g in 0..quads {
+                    let four = [
+                        these[4 * g],
+                        these[4 * g + 1],
+                        these[4 * g + 2],
+                        these[4 * g + 3],
+                    ];
+                    transpose4_strip(four, kc, &mut panel[4 * g..], P);
+                }
+                for (i, row) in these.iter().enumerate().skip(4 * quads) {
+                    for (d, &x) in panel[i..].iter_mut().step_by(P).zip(*row) {
+                        *d = x;
                     }
                 }
             } else {
