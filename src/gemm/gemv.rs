@@ -1,9 +1,10 @@
 //! The `m = 1` product (a decode step's GEMV): one row of A against B, streamed once, with the
 //! columns of C in registers.
 //!
-//! B is read either from its packed panels (a `PackedMatrix`: each panel `k`-major, `nr`
-//! columns wide, four panels at a time) or straight from a view whose rows are contiguous (eight
-//! registers of columns at a time, row by row). Either way each element of C is one lane from
+//! B is read from its packed panels (a `PackedMatrix`: each panel `k`-major, `nr` columns
+//! wide, four panels at a time), straight from a view whose rows are contiguous (eight
+//! registers of columns at a time, row by row), or from a view whose columns are contiguous
+//! (attention's `K^T` in a decode step), packed four panels at a time into a small buffer. Either way each element of C is one lane from
 //! `+0` through one [`Mode::madd`] per `k` in increasing order: the bits of the GEMM (and of the
 //! plain loop). The columns are cut into fixed chunks, the unit of parallel work; the epilogue
 //! runs on each chunk as on a `1 x w` tile, through the driver's [`finish_tile`].
@@ -11,8 +12,9 @@
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 use rayon::prelude::*;
 
-use super::blocking::KB;
+use super::blocking::{KB, panel_width};
 use super::driver::{Item, finish_tile, tile_view};
+use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
@@ -28,13 +30,17 @@ const ROW_REGS: usize = 8;
 /// Packed panels per step of the panel kernel.
 const PANELS: usize = 4;
 
+/// Values of `k` per packing of [`column_gemv`]: `PANELS` panels of 16 columns at this depth
+/// fill 32 KiB, a first-level data cache.
+const COLUMN_DEPTH: usize = 128;
+
 /// Whether [`gemv`] takes `items`: one row of A and a packed B or one with contiguous rows.
 pub(crate) fn applies(items: &[Item<'_>]) -> bool {
     items.iter().all(|it| {
         it.a.nrows() == 1
             && match it.b {
                 Operand::Packed(_) => true,
-                Operand::View(b) => b.strides()[1] == 1 || b.ncols() <= 1,
+                Operand::View(b) => b.strides()[1] == 1 || b.ncols() <= 1 || columns_contiguous(b),
             }
     })
 }
@@ -93,7 +99,8 @@ fn run_chunk<M: Mode>(
     mut t: Chunk<'_, '_>,
 ) -> Result<(), Error> {
     let w = t.c.ncols();
-    let mut buf = vec![0.0f32; w.next_multiple_of(64)];
+    // Room for whole panels of the widest microkernel (`PANELS` x 32 columns).
+    let mut buf = vec![0.0f32; w.next_multiple_of(PANELS * 32)];
     match t.b {
         Operand::Packed(p) => {
             let nr = p.panel_width();
@@ -109,6 +116,11 @@ fn run_chunk<M: Mode>(
                     mode: core::marker::PhantomData,
                 });
             }
+        }
+        Operand::View(b) if b.strides()[1] != 1 && b.ncols() > 1 => {
+            // Columns contiguous (checked by `applies`): packed here, a few panels at a time.
+            let b = b.slice(s![.., t.col0..t.col0 + w]);
+            column_gemv::<M>(isa, t.a, b, &mut buf)?;
         }
         Operand::View(b) => {
             let b = b.slice(s![.., t.col0..t.col0 + w]);
@@ -131,6 +143,49 @@ fn run_chunk<M: Mode>(
         &mut tile,
         &mut t.c,
     );
+    Ok(())
+}
+
+/// Whether each column of `b` is contiguous (`b` is F-order, or the transpose of a C-order
+/// matrix, such as attention's `K^T`).
+fn columns_contiguous(b: ArrayView2<'_, f32>) -> bool {
+    b.strides()[0] == 1 || b.nrows() <= 1
+}
+
+/// `c = a b` for a `b` whose columns are contiguous: `PANELS` panels of columns at a time are
+/// packed into a buffer that stays in the first-level cache ([`COLUMN_DEPTH`] values of `k` at
+/// a time),
+/// then multiplied as packed panels are. Each element of C is the same sequential sum from
+/// `+0` as with a [`super::PackedMatrix`] (the packing moves values, never rounds them).
+fn column_gemv<M: Mode>(
+    isa: Supported,
+    a: &[f32],
+    b: ArrayView2<'_, f32>,
+    c: &mut [f32],
+) -> Result<(), Error> {
+    let (k, w) = b.dim();
+    let nr = panel_width(isa.isa());
+    let group = PANELS * nr;
+    let mut packed = vec![0.0f32; group * COLUMN_DEPTH.min(k)];
+    for j0 in (0..w).step_by(group) {
+        let cols = group.min(w - j0);
+        let c = c
+            .get_mut(j0..j0 + cols.next_multiple_of(nr))
+            .ok_or_else(|| Error::InvalidArgument("gemv: output buffer too short".into()))?;
+        for k0 in (0..k).step_by(COLUMN_DEPTH) {
+            let depth = COLUMN_DEPTH.min(k - k0);
+            let src = b.slice(s![k0..k0 + depth, j0..j0 + cols]);
+            let len = pack_panels(src.reversed_axes(), nr, &mut packed);
+            isa.dispatch(PanelGemv::<M> {
+                a: &a[k0..k0 + depth],
+                panels: &packed[..len],
+                nr,
+                c,
+                zero: k0 == 0,
+                mode: core::marker::PhantomData,
+            });
+        }
+    }
     Ok(())
 }
 

@@ -25,7 +25,15 @@ fn reference<M: Mode>(a: &Array2<f32>, b: &Array2<f32>) -> Vec<u32> {
 
 fn one_row<M: Mode>(isa: Isa, threads: usize) {
     let s = pinned_session::<M>(isa, threads);
-    for (k, n) in [(1, 1), (13, 7), (33, 129), (70, 1100), (0, 9), (4099, 37)] {
+    for (k, n) in [
+        (1, 1),
+        (13, 7),
+        (33, 129),
+        (70, 1100),
+        (0, 9),
+        (4099, 37),
+        (300, 65),
+    ] {
         let a = hashed_mixed_matrix(1, k, 1);
         let b = hashed_mixed_matrix(k, n, 2);
         let want = reference::<M>(&a, &b);
@@ -55,6 +63,16 @@ fn one_row<M: Mode>(isa: Isa, threads: usize) {
             bits(&s.matmul_owned(&a, &f, &Identity).unwrap()),
             want,
             "{what}"
+        );
+        // Columns contiguous but not adjacent: the transpose of a wider C-order matrix, as
+        // attention's K^T is a view of K (packed a few panels at a time).
+        let mut kt = Array2::from_elem((n, k + 5), f32::NAN);
+        kt.slice_mut(s![.., ..k]).assign(&b.t());
+        let kt = kt.slice(s![.., ..k]);
+        assert_eq!(
+            bits(&s.matmul_owned(&a, &kt.t(), &Identity).unwrap()),
+            want,
+            "{what} (K^T view)"
         );
         // With an epilogue, and as row 0 of a larger product.
         let bias: Vec<f32> = (0..n).map(|j| j as f32 / 16.0).collect();
