@@ -54,14 +54,17 @@ pub struct AttentionOptions<'a> {
     /// Query rows per work item (0: [`AttentionOptions::DEFAULT_QUERY_BLOCK`]). Exact results
     /// do not depend on it.
     pub query_block: usize,
-    /// Keys per tile of the fast online softmax (0: [`AttentionOptions::DEFAULT_KEY_BLOCK`]).
+    /// Keys per tile of the fast online softmax (0: [`AttentionOptions::DEFAULT_KEY_BLOCK`], or
+    /// more for blocks of fewer query rows).
     pub key_block: usize,
 }
 
 impl<'a> AttentionOptions<'a> {
     /// Query rows per work item, by default.
     pub const DEFAULT_QUERY_BLOCK: usize = 64;
-    /// Keys per tile of the fast (online) softmax, by default.
+    /// Keys per tile of the fast (online) softmax, by default, for a block of
+    /// [`AttentionOptions::DEFAULT_QUERY_BLOCK`] query rows or more; a block of fewer rows (a
+    /// decode step) takes longer tiles, up to 16,384 scores per tile.
     pub const DEFAULT_KEY_BLOCK: usize = 256;
 
     /// Causal masking with the default offset.
@@ -98,6 +101,11 @@ impl<'a> AttentionOptions<'a> {
         }
     }
 }
+
+/// Scores per key tile of the fast online softmax when the options leave `key_block` at 0
+/// (64 KiB of `f32`: 64 query rows x 256 keys, or one row x 16,384 keys).
+const TILE_SCORES: usize =
+    AttentionOptions::DEFAULT_QUERY_BLOCK * AttentionOptions::DEFAULT_KEY_BLOCK;
 
 /// Everything a work item needs to know about masking, resolved once.
 struct Plan<'a> {
@@ -371,7 +379,12 @@ impl<M: Mode> Session<M> {
             n => n,
         };
         let key_block = match opts.key_block {
-            0 => AttentionOptions::DEFAULT_KEY_BLOCK,
+            // The default tile holds at most `TILE_SCORES` scores: few query rows (a decode
+            // step) take long key tiles, so a step is a few large products, not many small
+            // ones.
+            0 => {
+                AttentionOptions::DEFAULT_KEY_BLOCK.max(TILE_SCORES / query_block.min(seq_q).max(1))
+            }
             n => n,
         };
         let mut items = Vec::new();
