@@ -14,7 +14,7 @@
 
 use ndarray::ArrayView2;
 
-use crate::lanes::transpose4_strip;
+use crate::lanes::{prefetch, transpose4_strip};
 
 /// Packs `src` (`r x kc`) into `ceil(r / p)` consecutive panels of `p` rows at the start of
 /// `dst`, zero-padding the last panel. Returns the number of values written.
@@ -67,7 +67,14 @@ fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
     } else if src.strides()[1] == 1 || kc == 1 {
         // Rows of `kc` contiguous values: `P` rows at a time, written `k` by `k`.
         let mut rows = src.rows().into_iter();
+        let mut ahead = src.rows().into_iter().skip(P);
         for panel in dst.chunks_exact_mut(panel_len) {
+            // The next panel's rows, fetched while this one is transposed.
+            for row in (&mut ahead).take(P) {
+                if let Some(row) = row.to_slice() {
+                    prefetch(row);
+                }
+            }
             let mut these: [&[f32]; P] = [&[]; P];
             let mut h = 0;
             for (slot, row) in these.iter_mut().zip(&mut rows) {
