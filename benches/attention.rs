@@ -1,6 +1,7 @@
-//! Attention with 12 heads, head_dim 64, seq 1,024, causal, single thread, in both modes, beside
-//! the fast GEMM of the same run. Throughput is in FLOPs (2 * seq^2 * head_dim per head for
-//! each of the two products, halved for causal), so criterion's elements/s is FLOP/s.
+//! Attention with 12 heads, head_dim 64, seq 1,024, causal, single thread, in both modes,
+//! beside the GEMM of each mode in the same run (a 1024-cube). Throughput is in FLOPs
+//! (2 * seq^2 * head_dim per head for each of the two products, halved for causal), so
+//! criterion's elements/s is FLOP/s.
 //!
 //! Then decode: one query per head against a KV cache of 4096 keys (`attention-decode`).
 //!
@@ -47,7 +48,7 @@ fn attention(c: &mut Criterion) {
         })
     });
     g.finish();
-    // The fast GEMM's FLOP rate in the same run, on a 1024-cube.
+    // The GEMM's FLOP rate of each mode in the same run, on a 1024-cube.
     let mut g = c.benchmark_group("attention-gemm-reference/1024");
     g.throughput(Throughput::Elements(2 * 1024 * 1024 * 1024));
     g.sample_size(10);
@@ -57,6 +58,12 @@ fn attention(c: &mut Criterion) {
     g.bench_function("fast-gemm", |b| {
         b.iter(|| {
             f.matmul_into(black_box(&a), &bm, &mut cm, &Identity)
+                .unwrap()
+        })
+    });
+    g.bench_function("exact-gemm", |b| {
+        b.iter(|| {
+            e.matmul_into(black_box(&a), &bm, &mut cm, &Identity)
                 .unwrap()
         })
     });
