@@ -122,13 +122,32 @@ pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -
 /// all `-inf` row; NaNs are reported, not propagated.
 #[inline(always)]
 pub fn max_and_nan<L: Lanes>(l: L, row: &[f32]) -> (f32, bool) {
-    let mut m = l.splat(f32::NEG_INFINITY);
-    let mut nan = l.lt(m, m); // all false
-    for c in row.chunks(L::WIDTH) {
+    // Four running maxima, so that consecutive registers do not wait for each other's compare
+    // and select; a maximum is the same value in any order (the sign of a zero maximum is
+    // normalised below).
+    const ACC: usize = 4;
+    let w = L::WIDTH;
+    let mut m = [l.splat(f32::NEG_INFINITY); ACC];
+    let mut nan = l.lt(m[0], m[0]); // all false
+    let mut groups = row.chunks_exact(ACC * w);
+    for g in &mut groups {
+        for (i, m) in m.iter_mut().enumerate() {
+            let x = l.load(&g[i * w..]);
+            *m = l.select(l.gt(x, *m), x, *m);
+            nan = l.mask_or(nan, l.is_nan(x));
+        }
+    }
+    for c in groups.remainder().chunks(w) {
         let x = l.load_partial(c, f32::NEG_INFINITY);
-        m = l.select(l.gt(x, m), x, m);
+        m[0] = l.select(l.gt(x, m[0]), x, m[0]);
         nan = l.mask_or(nan, l.is_nan(x));
     }
+    let [m0, m1, m2, m3] = m;
+    let (m01, m23) = (
+        l.select(l.gt(m1, m0), m1, m0),
+        l.select(l.gt(m3, m2), m3, m2),
+    );
+    let m = l.select(l.gt(m23, m01), m23, m01);
     let mut lanes = [f32::NEG_INFINITY; MAX_WIDTH];
     l.store(m, &mut lanes);
     let best = lanes[..L::WIDTH]
@@ -136,4 +155,44 @@ pub fn max_and_nan<L: Lanes>(l: L, row: &[f32]) -> (f32, bool) {
         .fold(f32::NEG_INFINITY, |b, &v| if v > b { v } else { b });
     // -0 and +0 compare equal, so which one won depends on the order: make it +0.
     (best + 0.0, l.any(nan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_and_nan;
+    use crate::lanes::{Isa, Lanes, WithLanes};
+
+    fn max_on(isa: Isa, row: &[f32]) -> (f32, bool) {
+        struct Op<'a>(&'a [f32]);
+        impl WithLanes for Op<'_> {
+            type Output = (f32, bool);
+            const USES_FMA: bool = false;
+            fn run<L: Lanes>(self, l: L) -> (f32, bool) {
+                max_and_nan(l, self.0)
+            }
+        }
+        isa.supported().unwrap().dispatch(Op(row))
+    }
+
+    /// The maximum wherever it lies (each of the running maxima, the tail), `+0` for a zero
+    /// maximum of either sign, `-inf` for an empty row, and a NaN anywhere reported.
+    #[test]
+    fn max_and_nan_finds_the_maximum_anywhere_on_every_isa() {
+        for isa in Isa::available() {
+            assert_eq!(max_on(isa, &[]), (f32::NEG_INFINITY, false), "{isa}");
+            for n in 1..=70 {
+                for at in 0..n {
+                    let mut row: Vec<f32> = (0..n).map(|i| -1.0 - (i % 7) as f32).collect();
+                    row[at] = 2.5;
+                    assert_eq!(max_on(isa, &row), (2.5, false), "{isa} n {n} at {at}");
+                    row.iter_mut().for_each(|x| *x = f32::NEG_INFINITY);
+                    row[at] = -0.0;
+                    let (m, nan) = max_on(isa, &row);
+                    assert_eq!((m.to_bits(), nan), (0, false), "{isa} n {n} at {at}");
+                    row[at] = f32::NAN;
+                    assert!(max_on(isa, &row).1, "{isa} n {n} at {at}");
+                }
+            }
+        }
+    }
 }
