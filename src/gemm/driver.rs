@@ -30,7 +30,8 @@
 //!
 //! **Threads.** A task is one output tile: one thread packs its A block, runs its microkernels
 //! and its epilogue. Packed B is shared read-only. The tiles and the rounds depend only on the
-//! shapes and the instruction set, never on the number of threads.
+//! shapes, the instruction set and whether the product runs on several threads (then its tiles
+//! may be narrower, so there are enough of them: [`tile_width`]).
 
 use std::cell::Cell;
 
@@ -241,6 +242,7 @@ fn round<M: Mode, K: MicroKernel>(
             }
             Operand::Packed(p) => p.panels(k0, slab.col0),
         };
+        let nt = tile_width(&pass.blk, w, mtot.div_ceil(pass.blk.mc), parallel);
         let mut rows = slab.c.view_mut();
         let mut row0 = 0;
         while row0 < mtot {
@@ -250,7 +252,7 @@ fn round<M: Mode, K: MicroKernel>(
             let mut band = band;
             let mut c0 = 0;
             while c0 < w {
-                let tw = pass.blk.nt.min(w - c0);
+                let tw = nt.min(w - c0);
                 let (tile, right) = band.split_at(Axis(1), tw);
                 band = right;
                 tasks.push(Task {
@@ -276,6 +278,22 @@ fn round<M: Mode, K: MicroKernel>(
             .into_iter()
             .try_for_each(|t| run_task::<M, K>(pass, t))
     }
+}
+
+/// Tiles a product spread over threads is cut into at least (when its columns allow).
+const MIN_PARALLEL_TILES: usize = 12;
+
+/// Columns per tile of a slab `w` columns wide with `bands` bands of rows: `w` cut into equal
+/// tiles of whole panels, at most `blk.nt` wide. A product spread over threads takes narrower
+/// tiles (down to four panels) until it has [`MIN_PARALLEL_TILES`], so that the threads finish
+/// together: a 256 x 768 product has 6 bands of rows, 6 tasks of unequal height for 2 threads
+/// with one column tile, 12 with two. No tiling changes a bit (see the module's "Bits").
+fn tile_width(blk: &Blocking, w: usize, bands: usize, parallel: bool) -> usize {
+    let mut tiles = w.div_ceil(blk.nt).max(1);
+    while parallel && bands * tiles < MIN_PARALLEL_TILES && w.div_ceil(tiles + 1) >= 4 * blk.nr {
+        tiles += 1;
+    }
+    w.div_ceil(tiles).next_multiple_of(blk.nr).min(blk.nt)
 }
 
 thread_local! {
