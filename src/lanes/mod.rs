@@ -91,6 +91,9 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn mul(self, a: Self::F, b: Self::F) -> Self::F;
     /// `a / b`, correctly rounded (never a reciprocal estimate).
     fn div(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a < b ? a : b`: the smaller, and `b` where either is NaN (x86's `minps`, on every lane
+    /// type).
+    fn min(self, a: Self::F, b: Self::F) -> Self::F;
     /// `a * b + c` with one rounding. For fast mode only; exact code never calls it.
     fn fma(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F;
 

@@ -52,6 +52,10 @@ impl Lanes for Scalar {
         a / b
     }
     #[inline(always)]
+    fn min(self, a: f32, b: f32) -> f32 {
+        if a < b { a } else { b }
+    }
+    #[inline(always)]
     fn fma(self, a: f32, b: f32, c: f32) -> f32 {
         // Correctly rounded on every target: the hardware instruction where the trampoline
         // enables it, else the C library's fmaf, which is exact in software.

@@ -74,6 +74,10 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
         proven!(_mm_div_ps(a, b))
     }
     #[inline(always)]
+    fn min(self, a: __m128, b: __m128) -> __m128 {
+        proven!(_mm_min_ps(a, b))
+    }
+    #[inline(always)]
     fn fma(self, a: __m128, b: __m128, c: __m128) -> __m128 {
         if FMA {
             proven!(_mm_fmadd_ps(a, b, c))
@@ -213,6 +217,10 @@ impl Lanes for Avx2 {
         proven!(_mm256_div_ps(a, b))
     }
     #[inline(always)]
+    fn min(self, a: __m256, b: __m256) -> __m256 {
+        proven!(_mm256_min_ps(a, b))
+    }
+    #[inline(always)]
     fn fma(self, a: __m256, b: __m256, c: __m256) -> __m256 {
         proven!(_mm256_fmadd_ps(a, b, c))
     }
@@ -339,6 +347,10 @@ impl Lanes for Avx512 {
     #[inline(always)]
     fn div(self, a: __m512, b: __m512) -> __m512 {
         proven!(_mm512_div_ps(a, b))
+    }
+    #[inline(always)]
+    fn min(self, a: __m512, b: __m512) -> __m512 {
+        proven!(_mm512_min_ps(a, b))
     }
     #[inline(always)]
     fn fma(self, a: __m512, b: __m512, c: __m512) -> __m512 {

@@ -156,16 +156,15 @@ pub const ERF_FAST_Q: [f32; 6] = [
 /// scaling adds a rounding. Bound and measurement: ACCURACY.md.
 #[inline(always)]
 pub fn erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
-    let ax = abs(l, x);
-    let clamp = l.splat(ERF_FAST_CLAMP);
-    let at_one = l.ge(ax, clamp);
-    let c = l.select(at_one, clamp, ax);
+    // `min(NaN, clamp)` is the clamp: a NaN lane computes 1 until the last select.
+    let c = l.min(abs(l, x), l.splat(ERF_FAST_CLAMP));
     let z = l.mul(c, c);
     let p = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_P);
     let q = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_Q);
-    let y = l.div(l.mul(c, p), q);
-    let one = l.splat(1.0);
-    let y = l.select(l.mask_or(at_one, l.gt(y, one)), one, y);
+    // At the clamp the rational rounds to exactly 1 (the test `clamp_by_min_is_the_select_form`
+    // checks it on every lane type), so `min(y, 1)` gives the `+-1` from `|x| = 3.92` on
+    // without a select of its own: the bits of selecting 1 where `|x| >= 3.92` or `y > 1`.
+    let y = l.min(l.div(l.mul(c, p), q), l.splat(1.0));
     let y = l.or(y, sign_bit(l, x));
     nan_where_nan(l, x, y)
 }
@@ -195,6 +194,74 @@ impl super::Kernel for ErfRational {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast erf as written before it clamped with `min`: a select of the clamp, and of 1
+    /// where `|x| >= 3.92` or the rational exceeds 1.
+    fn erf_rational_by_selects<L: Lanes>(l: L, x: L::F) -> L::F {
+        let ax = abs(l, x);
+        let clamp = l.splat(ERF_FAST_CLAMP);
+        let at_one = l.ge(ax, clamp);
+        let c = l.select(at_one, clamp, ax);
+        let z = l.mul(c, c);
+        let p = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_P);
+        let q = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_Q);
+        let y = l.div(l.mul(c, p), q);
+        let one = l.splat(1.0);
+        let y = l.select(l.mask_or(at_one, l.gt(y, one)), one, y);
+        let y = l.or(y, sign_bit(l, x));
+        nan_where_nan(l, x, y)
+    }
+
+    /// `erf_rational` equals the select form bit for bit on every lane type: every float of
+    /// `[3, 4.5]` (both signs: the clamp and where the rational reaches 1), every 1021st float
+    /// elsewhere, and the special values.
+    #[test]
+    fn clamp_by_min_is_the_select_form() {
+        use crate::lanes::{Isa, WithLanes};
+        struct Both<'a>(&'a [f32]);
+        impl WithLanes for Both<'_> {
+            type Output = Vec<(u32, u32)>;
+            const USES_FMA: bool = true;
+            fn run<L: Lanes>(self, l: L) -> Vec<(u32, u32)> {
+                self.0
+                    .chunks(L::WIDTH)
+                    .flat_map(|c| {
+                        let x = l.load_partial(c, 0.0);
+                        let (mut a, mut b) = ([0f32; 16], [0f32; 16]);
+                        l.store(erf_rational(l, x), &mut a);
+                        l.store(erf_rational_by_selects(l, x), &mut b);
+                        (0..c.len())
+                            .map(|i| (a[i].to_bits(), b[i].to_bits()))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            }
+        }
+        let (lo, hi) = (3.0f32.to_bits(), 4.5f32.to_bits());
+        let dense = (lo..=hi).flat_map(|b| [b, b | 0x8000_0000]);
+        let sparse = (0..=u32::MAX).step_by(1021);
+        let specials = [
+            0.0f32,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            3.92,
+            -3.92,
+        ]
+        .map(f32::to_bits);
+        let xs: Vec<f32> = dense
+            .chain(sparse)
+            .chain(specials)
+            .map(f32::from_bits)
+            .collect();
+        for isa in Isa::available() {
+            let s = isa.supported().unwrap();
+            for (i, (got, want)) in s.dispatch(Both(&xs)).into_iter().enumerate() {
+                assert_eq!(got, want, "{isa} erf_rational({:e})", xs[i]);
+            }
+        }
+    }
 
     #[test]
     fn constants_have_their_bit_patterns() {
