@@ -14,7 +14,7 @@
 
 use ndarray::ArrayView2;
 
-use crate::lanes::{prefetch, transpose4_strip};
+use crate::lanes::{prefetch, transpose2_strip, transpose4_strip};
 
 /// Packs `src` (`r x kc`) into `ceil(r / p)` consecutive panels of `p` rows at the start of
 /// `dst`, zero-padding the last panel. Returns the number of values written.
@@ -85,7 +85,8 @@ fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
                 h += 1;
             }
             if h == P {
-                // Four rows at a time through 4 x 4 register transposes, the rest one by one.
+                // Four rows at a time through 4 x 4 register transposes, then a pair (the last
+                // two rows of a 6-row A panel), the rest one by one.
                 let quads = P / 4;
                 for g in 0..quads {
                     let four = [
@@ -96,7 +97,12 @@ fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
                     ];
                     transpose4_strip(four, kc, &mut panel[4 * g..], P);
                 }
-                for (i, row) in these.iter().enumerate().skip(4 * quads) {
+                let mut done = 4 * quads;
+                if P - done >= 2 {
+                    transpose2_strip([these[done], these[done + 1]], kc, &mut panel[done..], P);
+                    done += 2;
+                }
+                for (i, row) in these.iter().enumerate().skip(done) {
                     for (d, &x) in panel[i..].iter_mut().step_by(P).zip(*row) {
                         *d = x;
                     }
