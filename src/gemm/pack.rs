@@ -16,6 +16,9 @@ use ndarray::ArrayView2;
 
 use crate::lanes::{prefetch, transpose2_strip, transpose4_strip};
 
+/// Values at the start of each row of the next panel that packing prefetches.
+const PREFETCH_ROW: usize = 64;
+
 /// Packs `src` (`r x kc`) into `ceil(r / p)` consecutive panels of `p` rows at the start of
 /// `dst`, zero-padding the last panel. Returns the number of values written.
 ///
@@ -69,10 +72,12 @@ fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
         let mut rows = src.rows().into_iter();
         let mut ahead = src.rows().into_iter().skip(P);
         for panel in dst.chunks_exact_mut(panel_len) {
-            // The next panel's rows, fetched while this one is transposed.
+            // The start of the next panel's rows (up to four cache lines each: all of a short
+            // row such as attention's keys; the hardware follows a long one), fetched while
+            // this one is transposed.
             for row in (&mut ahead).take(P) {
                 if let Some(row) = row.to_slice() {
-                    prefetch(row);
+                    prefetch(&row[..row.len().min(PREFETCH_ROW)]);
                 }
             }
             let mut these: [&[f32]; P] = [&[]; P];
