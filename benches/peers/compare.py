@@ -103,7 +103,9 @@ def pick_isa(crit, wanted):
 
 
 BLOCK_HEADER = re.compile(r"^transformer block: d_model (\d+), (\d+) heads, d_ff (\d+), seq (\d+), batch (\d+)")
-BLOCK_MODE = re.compile(r"^(exact|fast) mode on (\S+) \((\S+) threads\):")
+# "fast mode on avx2 (2 threads), median of 5 runs:"; a decode run ("(1 threads, decode)")
+# is not the block and does not match.
+BLOCK_MODE = re.compile(r"^(exact|fast) mode on (\S+) \((\S+) threads\)(?:, median of \d+ runs?)?:")
 BLOCK_TOTAL = re.compile(r"^\s+total\s+([\d.]+) ms")
 
 
