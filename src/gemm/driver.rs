@@ -242,19 +242,21 @@ fn round<M: Mode, K: MicroKernel>(
             }
             Operand::Packed(p) => p.panels(k0, slab.col0),
         };
-        let nt = tile_width(&pass.blk, w, mtot.div_ceil(pass.blk.mc), parallel);
-        let mut rows = slab.c.view_mut();
-        let mut row0 = 0;
-        while row0 < mtot {
-            let h = pass.blk.mc.min(mtot - row0);
-            let (band, below) = rows.split_at(Axis(0), h);
-            rows = below;
-            let mut band = band;
-            let mut c0 = 0;
-            while c0 < w {
-                let tw = nt.min(w - c0);
-                let (tile, right) = band.split_at(Axis(1), tw);
-                band = right;
+        let nt = tile_width(&pass.blk, w, depth, mtot.div_ceil(pass.blk.mc), parallel);
+        // Column tiles outermost: the bands of one column tile run one after the other (or
+        // side by side on two threads) while that tile's B panels are still in the L3 cache.
+        let mut cols = slab.c.view_mut();
+        let mut c0 = 0;
+        while c0 < w {
+            let tw = nt.min(w - c0);
+            let (column, right) = cols.split_at(Axis(1), tw);
+            cols = right;
+            let mut rows = column;
+            let mut row0 = 0;
+            while row0 < mtot {
+                let h = pass.blk.mc.min(mtot - row0);
+                let (tile, below) = rows.split_at(Axis(0), h);
+                rows = below;
                 tasks.push(Task {
                     batch: slab.batch,
                     row0,
@@ -263,9 +265,9 @@ fn round<M: Mode, K: MicroKernel>(
                     bpack: &bpack[(c0 / nr) * depth * nr..],
                     c: tile,
                 });
-                c0 += tw;
+                row0 += h;
             }
-            row0 += h;
+            c0 += tw;
         }
     }
     if parallel {
@@ -283,14 +285,22 @@ fn round<M: Mode, K: MicroKernel>(
 /// Tiles a product spread over threads is cut into at least (when its columns allow).
 const MIN_PARALLEL_TILES: usize = 12;
 
-/// Columns per tile of a slab `w` columns wide with `bands` bands of rows: `w` cut into equal
-/// tiles of whole panels, at most `blk.nt` wide. A product spread over threads takes narrower
-/// tiles (down to four panels) until it has [`MIN_PARALLEL_TILES`], so that the threads finish
-/// together: a 256 x 768 product has 6 bands of rows, 6 tasks of unequal height for 2 threads
-/// with one column tile, 12 with two. No tiling changes a bit (see the module's "Bits").
-fn tile_width(blk: &Blocking, w: usize, bands: usize, parallel: bool) -> usize {
-    let mut tiles = w.div_ceil(blk.nt).max(1);
-    while parallel && bands * tiles < MIN_PARALLEL_TILES && w.div_ceil(tiles + 1) >= 4 * blk.nr {
+/// Packed B values one column tile may span (4 MiB): the bands of the tile re-read its B
+/// panels from the L3 cache rather than from memory.
+const TILE_B_BUDGET: usize = 1 << 20;
+
+/// Columns per tile of a slab `w` columns wide, `depth` deep, with `bands` bands of rows: `w`
+/// cut into equal tiles of whole panels, at most `blk.nt` wide and at most
+/// [`TILE_B_BUDGET`] values of packed B (down to four panels). A product spread over threads
+/// takes narrower tiles (down to four panels) until it has [`MIN_PARALLEL_TILES`], so that the
+/// threads finish together: a 256 x 768 product has 6 bands of rows, 6 tasks of unequal height
+/// for 2 threads with one column tile, 12 with two. No tiling changes a bit (see the module's
+/// "Bits").
+fn tile_width(blk: &Blocking, w: usize, depth: usize, bands: usize, parallel: bool) -> usize {
+    let floor = (4 * blk.nr).min(blk.nt);
+    let widest = (TILE_B_BUDGET / depth.max(1) / blk.nr * blk.nr).clamp(floor, blk.nt);
+    let mut tiles = w.div_ceil(widest).max(1);
+    while parallel && bands * tiles < MIN_PARALLEL_TILES && w.div_ceil(tiles + 1) >= floor {
         tiles += 1;
     }
     w.div_ceil(tiles).next_multiple_of(blk.nr).min(blk.nt)
