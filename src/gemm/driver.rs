@@ -271,9 +271,12 @@ fn round<M: Mode, K: MicroKernel>(
         }
     }
     if parallel {
+        // Handed out in order (each thread takes the next task when it is free), so the
+        // threads work on the bands of the same column tile and share its B in L3. (A split
+        // of the list in halves would put the threads on tiles far apart.)
         tasks
-            .into_par_iter()
-            .with_max_len(1)
+            .into_iter()
+            .par_bridge()
             .try_for_each(|t| run_task::<M, K>(pass, t))
     } else {
         tasks
