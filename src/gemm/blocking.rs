@@ -34,7 +34,7 @@ impl Blocking {
     /// while the packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A
     /// panels of the tile. A tile 1024 wide covers the columns of a 1024-wide product at once,
     /// so A is packed once per K block. `nt` is the widest tile: the driver cuts a slab into
-    /// equal tiles, narrower for a deep product (at most 4 MiB of packed B per tile, so that
+    /// equal tiles, narrower for a deep product (at most 2 MiB of packed B per tile, so that
     /// the tile's bands find B in L3) or one spread over threads (enough tiles to share). For AVX-512 (14 x 32) the tile is 112 x 1024 (470 KB,
     /// for the 1 MB L2 of the CPUs that have it).
     pub(crate) fn of<K: MicroKernel>(width: usize) -> Blocking {
