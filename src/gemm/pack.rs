@@ -14,7 +14,7 @@
 
 use ndarray::ArrayView2;
 
-use crate::lanes::{prefetch, transpose2_strip, transpose4_strip};
+use crate::lanes::{prefetch, transpose_strip};
 
 /// Values at the start of each row of the next panel that packing prefetches.
 const PREFETCH_ROW: usize = 64;
@@ -100,11 +100,11 @@ fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
                         these[4 * g + 2],
                         these[4 * g + 3],
                     ];
-                    transpose4_strip(four, kc, &mut panel[4 * g..], P);
+                    transpose_strip(four, kc, &mut panel[4 * g..], P);
                 }
                 let mut done = 4 * quads;
                 if P - done >= 2 {
-                    transpose2_strip([these[done], these[done + 1]], kc, &mut panel[done..], P);
+                    transpose_strip([these[done], these[done + 1]], kc, &mut panel[done..], P);
                     done += 2;
                 }
                 for (i, row) in these.iter().enumerate().skip(done) {

@@ -20,7 +20,7 @@ mod x86;
 pub use fpenv::{ExactFpEnv, exact_scalar};
 pub use isa::{Isa, Supported};
 pub use scalar::Scalar;
-pub(crate) use transpose::{prefetch, transpose2_strip, transpose4_strip};
+pub(crate) use transpose::{prefetch, transpose_strip};
 
 /// The widest register of any lane type, in `f32` lanes.
 pub const MAX_WIDTH: usize = 16;

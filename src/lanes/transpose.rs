@@ -1,63 +1,45 @@
-//! Transposing strips of four (or two) rows, for the GEMM's packing: the one data movement of the crate
-//! that is not along a row. A pure copy (no arithmetic), so its instruction set never changes a
+//! Transposing strips of rows, for the GEMM's packing: the one data movement of the crate that
+//! is not along a row. A pure copy (no arithmetic), so its instruction set never changes a
 //! bit; it uses the 128-bit SSE registers every x86-64 CPU has, and plain loops elsewhere.
 
-/// Writes `rows[i][k]` to `dst[k * stride + i]` for the four rows `i` and every `k < kc`: four
-/// rows of a matrix become `kc` groups of four consecutive values, `stride` apart.
+/// Writes `rows[i][k]` to `dst[k * stride + i]` for the `R` rows `i` and every `k < kc`: `R`
+/// rows of a matrix become `kc` groups of `R` consecutive values, `stride` apart. Four rows go
+/// through 4 x 4 register transposes, two through pairs of 64-bit stores; any other count one
+/// value at a time.
 ///
-/// Panics if a row is shorter than `kc`, if `stride < 4`, or if `dst` is too short (shorter
-/// than `(kc - 1) * stride + 4`): the callers size both, so any of these is a bug of the crate.
-pub(crate) fn transpose4_strip(rows: [&[f32]; 4], kc: usize, dst: &mut [f32], stride: usize) {
+/// Panics if a row is shorter than `kc`, if `stride < R`, or if `dst` is too short (shorter
+/// than `(kc - 1) * stride + R`): the callers size both, so any of these is a bug of the crate.
+pub(crate) fn transpose_strip<const R: usize>(
+    rows: [&[f32]; R],
+    kc: usize,
+    dst: &mut [f32],
+    stride: usize,
+) {
     if kc == 0 {
         return;
     }
-    assert!(stride >= 4, "transpose4_strip: stride {stride} < 4");
+    assert!(stride >= R, "transpose_strip: stride {stride} < {R} rows");
     assert!(
         rows.iter().all(|r| r.len() >= kc),
-        "transpose4_strip: a row is shorter than {kc}"
+        "transpose_strip: a row is shorter than {kc}"
     );
     assert!(
-        dst.len() >= (kc - 1) * stride + 4,
-        "transpose4_strip: destination too short"
+        dst.len() >= (kc - 1) * stride + R,
+        "transpose_strip: destination too short"
     );
-    let whole = kc - kc % 4;
+    // The columns in whole groups of four go through registers; the rest one value at a time.
     #[cfg(target_arch = "x86_64")]
-    sse::transpose4_blocks(rows, whole, dst, stride);
+    let done = match R {
+        4 => sse::transpose4_blocks(&rows, kc - kc % 4, dst, stride),
+        2 => sse::transpose2_blocks(&rows, kc - kc % 4, dst, stride),
+        _ => 0,
+    };
     #[cfg(not(target_arch = "x86_64"))]
-    scalar_columns(rows, 0..whole, dst, stride);
-    scalar_columns(rows, whole..kc, dst, stride);
-}
-
-/// [`transpose4_strip`] for two rows: `rows[i][k]` to `dst[k * stride + i]`, `i < 2`.
-///
-/// Panics if a row is shorter than `kc`, if `stride < 2`, or if `dst` is shorter than
-/// `(kc - 1) * stride + 2`.
-pub(crate) fn transpose2_strip(rows: [&[f32]; 2], kc: usize, dst: &mut [f32], stride: usize) {
-    if kc == 0 {
-        return;
-    }
-    assert!(stride >= 2, "transpose2_strip: stride {stride} < 2");
-    assert!(
-        rows.iter().all(|r| r.len() >= kc),
-        "transpose2_strip: a row is shorter than {kc}"
-    );
-    assert!(
-        dst.len() >= (kc - 1) * stride + 2,
-        "transpose2_strip: destination too short"
-    );
-    let whole = kc - kc % 4;
-    #[cfg(target_arch = "x86_64")]
-    sse::transpose2_blocks(rows, whole, dst, stride);
-    #[cfg(not(target_arch = "x86_64"))]
-    pairs(rows, 0..whole, dst, stride);
-    pairs(rows, whole..kc, dst, stride);
-}
-
-/// The columns `ks` of [`transpose2_strip`], one pair at a time.
-fn pairs(rows: [&[f32]; 2], ks: core::ops::Range<usize>, dst: &mut [f32], stride: usize) {
-    for k in ks {
-        dst[k * stride] = rows[0][k];
-        dst[k * stride + 1] = rows[1][k];
+    let done = 0;
+    for k in done..kc {
+        for (i, row) in rows.iter().enumerate() {
+            dst[k * stride + i] = row[k];
+        }
     }
 }
 
@@ -78,15 +60,6 @@ pub(crate) fn prefetch(data: &[f32]) {
     let _ = data;
 }
 
-/// The columns `ks` of [`transpose4_strip`], one value at a time.
-fn scalar_columns(rows: [&[f32]; 4], ks: core::ops::Range<usize>, dst: &mut [f32], stride: usize) {
-    for k in ks {
-        for (i, row) in rows.iter().enumerate() {
-            dst[k * stride + i] = row[k];
-        }
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod sse {
     use core::arch::x86_64::{
@@ -94,17 +67,18 @@ mod sse {
         _mm_storeu_ps, _mm_unpackhi_ps, _mm_unpacklo_ps,
     };
 
-    /// The columns `0..whole` (`whole` a multiple of 4) of [`super::transpose2_strip`]: four
-    /// columns of the two rows per step, stored as four pairs. The caller checked every length.
+    /// The columns `0..whole` (`whole` a multiple of 4) of [`super::transpose_strip`] for two
+    /// rows: four columns per step, stored as four pairs. The caller checked every length.
+    /// Returns `whole`, the columns done.
     #[inline]
     pub(super) fn transpose2_blocks(
-        rows: [&[f32]; 2],
+        rows: &[&[f32]],
         whole: usize,
         dst: &mut [f32],
         stride: usize,
-    ) {
-        debug_assert!(whole.is_multiple_of(4));
-        let [r0, r1] = rows;
+    ) -> usize {
+        debug_assert!(whole.is_multiple_of(4) && rows.len() == 2);
+        let (r0, r1) = (rows[0], rows[1]);
         let out = dst.as_mut_ptr();
         for k in (0..whole).step_by(4) {
             // SAFETY: SSE is part of the x86-64 baseline. Both rows hold at least `whole`
@@ -123,19 +97,21 @@ mod sse {
                 _mm_storeh_pd(out.add((k + 3) * stride).cast::<f64>(), hi);
             }
         }
+        whole
     }
 
-    /// The columns `0..whole` (`whole` a multiple of 4) of [`super::transpose4_strip`], as
-    /// 4 x 4 blocks in SSE registers. The caller checked every length.
+    /// The columns `0..whole` (`whole` a multiple of 4) of [`super::transpose_strip`] for four
+    /// rows, as 4 x 4 blocks in SSE registers. The caller checked every length. Returns
+    /// `whole`, the columns done.
     #[inline]
     pub(super) fn transpose4_blocks(
-        rows: [&[f32]; 4],
+        rows: &[&[f32]],
         whole: usize,
         dst: &mut [f32],
         stride: usize,
-    ) {
-        debug_assert!(whole.is_multiple_of(4));
-        let [r0, r1, r2, r3] = rows;
+    ) -> usize {
+        debug_assert!(whole.is_multiple_of(4) && rows.len() == 4);
+        let (r0, r1, r2, r3) = (rows[0], rows[1], rows[2], rows[3]);
         let out = dst.as_mut_ptr();
         for k in (0..whole).step_by(4) {
             // SAFETY: SSE is part of the x86-64 baseline. Every row holds at least `whole`
@@ -157,61 +133,44 @@ mod sse {
                 _mm_storeu_ps(out.add((k + 3) * stride), _mm_movehl_ps(cd_hi, ab_hi));
             }
         }
+        whole
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{transpose2_strip, transpose4_strip};
+    use super::transpose_strip;
 
-    #[test]
-    fn two_rows_transpose_at_every_length_and_stride() {
+    /// `R` rows of `kc + 2` values into a destination `stride` apart, every other value
+    /// untouched.
+    fn check<const R: usize>() {
         for kc in 0..=13 {
-            for stride in [2, 6, 14] {
-                let rows: Vec<Vec<f32>> = (0..2)
+            for stride in [R, R + 2, 16] {
+                let rows: Vec<Vec<f32>> = (0..R)
                     .map(|i| (0..kc + 2).map(|k| (i * 100 + k) as f32).collect())
                     .collect();
-                let len = if kc == 0 { 0 } else { (kc - 1) * stride + 2 };
+                let rows: [&[f32]; R] = core::array::from_fn(|i| &rows[i][..]);
+                let len = if kc == 0 { 0 } else { (kc - 1) * stride + R };
                 let mut dst = vec![-1.0f32; len + 5];
-                transpose2_strip([&rows[0], &rows[1]], kc, &mut dst, stride);
+                transpose_strip(rows, kc, &mut dst, stride);
                 for (at, &x) in dst.iter().enumerate() {
                     let (k, i) = (at / stride, at % stride);
-                    let want = if k < kc && i < 2 {
+                    let want = if k < kc && i < R {
                         (i * 100 + k) as f32
                     } else {
                         -1.0
                     };
-                    assert_eq!(x, want, "kc={kc} stride={stride} at={at}");
+                    assert_eq!(x, want, "rows={R} kc={kc} stride={stride} at={at}");
                 }
             }
         }
     }
 
     #[test]
-    fn every_length_and_stride_transposes() {
-        for kc in 0..=13 {
-            for stride in [4, 6, 16] {
-                let rows: Vec<Vec<f32>> = (0..4)
-                    .map(|i| (0..kc + 2).map(|k| (i * 100 + k) as f32).collect())
-                    .collect();
-                let len = if kc == 0 { 0 } else { (kc - 1) * stride + 4 };
-                let mut dst = vec![-1.0f32; len + 5];
-                transpose4_strip(
-                    [&rows[0], &rows[1], &rows[2], &rows[3]],
-                    kc,
-                    &mut dst,
-                    stride,
-                );
-                for (at, &x) in dst.iter().enumerate() {
-                    let (k, i) = (at / stride, at % stride);
-                    let want = if k < kc && i < 4 {
-                        (i * 100 + k) as f32
-                    } else {
-                        -1.0
-                    };
-                    assert_eq!(x, want, "kc={kc} stride={stride} at={at}");
-                }
-            }
-        }
+    fn every_row_count_length_and_stride_transposes() {
+        check::<1>();
+        check::<2>();
+        check::<3>();
+        check::<4>();
     }
 }
