@@ -129,6 +129,8 @@ fn bench_block_shapes(c: &mut Criterion) {
         let a = values(m, k, 1);
         let b = values(k, n, 2);
         let packed = exact.pack(&b).unwrap();
+        // The same weights stored `[n, k]` (PyTorch's layout), used as the view `W^T`.
+        let w = b.t().as_standard_layout().into_owned();
         let mut out = Array2::<f32>::zeros((m, n));
         let mut g = c.benchmark_group(format!("gemm-block/{m}x{k}x{n}"));
         g.throughput(Throughput::Elements(2 * (m * k * n) as u64));
@@ -144,6 +146,14 @@ fn bench_block_shapes(c: &mut Criterion) {
         });
         g.bench_function("fast-2t", |bench| {
             bench.iter(|| fast2.matmul_into(&a, &packed, black_box(&mut out), &Identity))
+        });
+        // Weights not packed beforehand: B is packed inside every call, from C-order `[k, n]`
+        // or from the transposed view of a `[n, k]` matrix (through the transposes).
+        g.bench_function("fast-unpacked", |bench| {
+            bench.iter(|| fast.matmul_into(&a, &b, black_box(&mut out), &Identity))
+        });
+        g.bench_function("fast-unpacked-wt", |bench| {
+            bench.iter(|| fast.matmul_into(&a, &w.t(), black_box(&mut out), &Identity))
         });
         g.bench_function("matrixmultiply", |bench| {
             bench.iter(|| ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, black_box(&mut out)))
