@@ -33,10 +33,12 @@ impl Blocking {
     /// (48 x 1040 values, 200 KB) and the packed A block (48 x 256, 48 KB) stay in a 512 KB L2
     /// while the packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A
     /// panels of the tile. A tile 1024 wide covers the columns of a 1024-wide product at once,
-    /// so A is packed once per K block. `nt` is the widest tile: the driver cuts a slab into
-    /// equal tiles, narrower for a deep product (at most 2 MiB of packed B per tile, so that
-    /// the tile's bands find B in L3) or one spread over threads (enough tiles to share). For AVX-512 (14 x 32) the tile is 112 x 1024 (470 KB,
+    /// so A is packed once per K block. For AVX-512 (14 x 32) the tile is 112 x 1024 (470 KB,
     /// for the 1 MB L2 of the CPUs that have it).
+    ///
+    /// `nt` is the widest tile: the driver cuts a slab into equal tiles, narrower for a deep
+    /// product (at most 2 MiB of packed B per tile, so that the tile's bands find B in L3) or
+    /// for one spread over threads (enough tiles to share).
     pub(crate) fn of<K: MicroKernel>(width: usize) -> Blocking {
         Blocking {
             mr: K::MR,

@@ -4,9 +4,9 @@
 //! B is read from its packed panels (a `PackedMatrix`: each panel `k`-major, `nr` columns
 //! wide, four panels at a time), straight from a view whose rows are contiguous (eight
 //! registers of columns at a time, row by row), or from a view whose columns are contiguous
-//! (attention's `K^T` in a decode step), packed four panels at a time into a small buffer. Either way each element of C is one lane from
-//! `+0` through one [`Mode::madd`] per `k` in increasing order: the bits of the GEMM (and of the
-//! plain loop). The columns are cut into fixed chunks, the unit of parallel work; the epilogue
+//! (attention's `K^T` in a decode step), packed four panels at a time into a small buffer.
+//! Every way, each element of C is one lane from `+0` through one [`Mode::madd`] per `k` in
+//! increasing order: the bits of the GEMM (and of the plain loop). The columns are cut into fixed chunks, the unit of parallel work; the epilogue
 //! runs on each chunk as on a `1 x w` tile, through the driver's [`finish_tile`].
 
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
@@ -34,13 +34,14 @@ const PANELS: usize = 4;
 /// fill 32 KiB, a first-level data cache.
 const COLUMN_DEPTH: usize = 128;
 
-/// Whether [`gemv`] takes `items`: one row of A and a packed B or one with contiguous rows.
+/// Whether [`gemv`] takes `items`: one row of A and a packed B, or a view of B whose rows or
+/// whose columns are contiguous.
 pub(crate) fn applies(items: &[Item<'_>]) -> bool {
     items.iter().all(|it| {
         it.a.nrows() == 1
             && match it.b {
                 Operand::Packed(_) => true,
-                Operand::View(b) => b.strides()[1] == 1 || b.ncols() <= 1 || columns_contiguous(b),
+                Operand::View(b) => rows_contiguous(b) || columns_contiguous(b),
             }
     })
 }
@@ -117,7 +118,7 @@ fn run_chunk<M: Mode>(
                 });
             }
         }
-        Operand::View(b) if b.strides()[1] != 1 && b.ncols() > 1 => {
+        Operand::View(b) if !rows_contiguous(b) => {
             // Columns contiguous (checked by `applies`): packed here, a few panels at a time.
             let b = b.slice(s![.., t.col0..t.col0 + w]);
             column_gemv::<M>(isa, t.a, b, &mut buf)?;
@@ -146,6 +147,11 @@ fn run_chunk<M: Mode>(
     Ok(())
 }
 
+/// Whether each row of `b` is contiguous (`b` is C-order, or one column).
+fn rows_contiguous(b: ArrayView2<'_, f32>) -> bool {
+    b.strides()[1] == 1 || b.ncols() <= 1
+}
+
 /// Whether each column of `b` is contiguous (`b` is F-order, or the transpose of a C-order
 /// matrix, such as attention's `K^T`).
 fn columns_contiguous(b: ArrayView2<'_, f32>) -> bool {
@@ -154,9 +160,9 @@ fn columns_contiguous(b: ArrayView2<'_, f32>) -> bool {
 
 /// `c = a b` for a `b` whose columns are contiguous: `PANELS` panels of columns at a time are
 /// packed into a buffer that stays in the first-level cache ([`COLUMN_DEPTH`] values of `k` at
-/// a time),
-/// then multiplied as packed panels are. Each element of C is the same sequential sum from
-/// `+0` as with a [`super::PackedMatrix`] (the packing moves values, never rounds them).
+/// a time), then multiplied as packed panels are. Each element of C is the same sequential
+/// sum from `+0` as with a [`super::PackedMatrix`] (the packing moves values, never rounds
+/// them).
 fn column_gemv<M: Mode>(
     isa: Supported,
     a: &[f32],

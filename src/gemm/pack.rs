@@ -9,8 +9,8 @@
 //!
 //! Three cases, by layout: the `p` values of one `k` contiguous (C-order B, F-order A: one copy
 //! per `k`), the `kc` values of one row contiguous (C-order A, F-order B, a transposed view
-//! such as attention's `K^T`: 4 x 4 register transposes, four rows at a time), and any other
-//! strides (element by element).
+//! such as attention's `K^T`: strips of four rows through 4 x 4 register transposes, then a
+//! pair, then a single row), and any other strides (element by element).
 
 use ndarray::ArrayView2;
 
@@ -89,35 +89,26 @@ fn pack<const P: usize>(src: ArrayView2<'_, f32>, dst: &mut [f32]) -> usize {
                 *slot = row;
                 h += 1;
             }
-            if h == P {
-                // Four rows at a time through 4 x 4 register transposes, then a pair (the last
-                // two rows of a 6-row A panel), the rest one by one.
-                let quads = P / 4;
-                for g in 0..quads {
-                    let four = [
-                        these[4 * g],
-                        these[4 * g + 1],
-                        these[4 * g + 2],
-                        these[4 * g + 3],
-                    ];
-                    transpose_strip(four, kc, &mut panel[4 * g..], P);
-                }
-                let mut done = 4 * quads;
-                if P - done >= 2 {
-                    transpose_strip([these[done], these[done + 1]], kc, &mut panel[done..], P);
-                    done += 2;
-                }
-                for (i, row) in these.iter().enumerate().skip(done) {
-                    for (d, &x) in panel[i..].iter_mut().step_by(P).zip(*row) {
-                        *d = x;
+            // Strips of four rows (4 x 4 register transposes), then a pair (the last two rows
+            // of a 6-row A panel), then a single row. The rows of a last, partial panel past
+            // `h` keep the zeros written above.
+            let mut i = 0;
+            while i < h {
+                let (rows, out) = (&these[i..], &mut panel[i..]);
+                i += match h - i {
+                    4.. => {
+                        transpose_strip([rows[0], rows[1], rows[2], rows[3]], kc, out, P);
+                        4
                     }
-                }
-            } else {
-                for (ii, row) in these[..h].iter().enumerate() {
-                    for (d, &x) in panel.chunks_exact_mut(P).zip(*row) {
-                        d[ii] = x;
+                    2 | 3 => {
+                        transpose_strip([rows[0], rows[1]], kc, out, P);
+                        2
                     }
-                }
+                    _ => {
+                        transpose_strip([rows[0]], kc, out, P);
+                        1
+                    }
+                };
             }
         }
         len
