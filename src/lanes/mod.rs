@@ -12,6 +12,7 @@
 
 mod fpenv;
 mod isa;
+mod pair;
 mod scalar;
 mod transpose;
 #[cfg(target_arch = "x86_64")]
@@ -19,6 +20,7 @@ mod x86;
 
 pub use fpenv::{ExactFpEnv, exact_scalar};
 pub use isa::{Isa, Supported};
+pub use pair::Pair;
 pub use scalar::Scalar;
 pub(crate) use transpose::{prefetch, transpose_strip};
 

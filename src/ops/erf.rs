@@ -171,11 +171,11 @@ pub fn erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`erf`].
-    Erf => erf, unroll 1
+    Erf => erf
 );
 kernel_type!(
     /// Kernel of [`one_plus_erf`].
-    OnePlusErf => one_plus_erf, unroll 1
+    OnePlusErf => one_plus_erf
 );
 
 /// Kernel of [`erf_rational`] (always fused).
@@ -184,7 +184,6 @@ pub struct ErfRational;
 
 impl super::Kernel for ErfRational {
     const USES_FMA: bool = true;
-    const UNROLL: usize = 2;
     #[inline(always)]
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         erf_rational(l, x)

@@ -172,11 +172,11 @@ fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`exp`].
-    Exp => exp, unroll 4
+    Exp => exp
 );
 kernel_type!(
     /// Kernel of [`exp_nonpositive`].
-    ExpNonPositive => exp_nonpositive, unroll 4
+    ExpNonPositive => exp_nonpositive
 );
 /// Kernel of [`fast_exp`] (always fused).
 #[derive(Clone, Copy, Debug, Default)]
@@ -184,7 +184,6 @@ pub struct FastExp;
 
 impl super::Kernel for FastExp {
     const USES_FMA: bool = true;
-    const UNROLL: usize = 4;
     #[inline(always)]
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         fast_exp(l, x)

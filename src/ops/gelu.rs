@@ -109,7 +109,6 @@ pub struct GeluRational;
 
 impl super::Kernel for GeluRational {
     const USES_FMA: bool = true;
-    const UNROLL: usize = 2;
     #[inline(always)]
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         gelu_erf_rational(l, x)
@@ -118,11 +117,11 @@ impl super::Kernel for GeluRational {
 
 kernel_type!(
     /// Kernel of [`gelu_erf`].
-    GeluErf => gelu_erf, unroll 1
+    GeluErf => gelu_erf
 );
 kernel_type!(
     /// Kernel of [`gelu_tanh`].
-    GeluTanh => gelu_tanh, unroll 4
+    GeluTanh => gelu_tanh
 );
 
 #[cfg(test)]

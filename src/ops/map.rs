@@ -5,35 +5,28 @@
 
 use super::Kernel;
 use super::func::{Func, KernelVisitor};
-use crate::lanes::{Lanes, Supported, WithLanes};
+use crate::lanes::{Lanes, Pair, Supported, WithLanes};
 use crate::mode::{Mode, compiled_once_per_mode};
 
-/// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`, [`Kernel::UNROLL`]
-/// registers per loop iteration.
+/// Four registers of `L` as one: the slice driver's step.
+type Quad<L> = Pair<Pair<L>>;
+
+/// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`: four registers per loop
+/// iteration as one [`Quad`], then single registers, then the zero-padded tail.
+///
+/// The four registers go through the kernel together, so a kernel's per-register test (every
+/// lane in range? a uniform region?) is one test for all four, and their dependent chains sit
+/// in one straight block the compiler interleaves. Lanes never mix: the bits are those of one
+/// register at a time.
 #[inline(always)]
 pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
-    match K::UNROLL {
-        4 => map_unrolled::<L, K, 4>(l, src, dst),
-        2 => map_unrolled::<L, K, 2>(l, src, dst),
-        _ => map_unrolled::<L, K, 1>(l, src, dst),
-    }
-}
-
-/// `N` registers per iteration, then single registers, then the zero-padded tail.
-#[inline(always)]
-fn map_unrolled<L: Lanes, K: Kernel, const N: usize>(l: L, src: &[f32], dst: &mut [f32]) {
-    let w = L::WIDTH;
-    let mut s = src.chunks_exact(w * N);
-    let mut d = dst.chunks_exact_mut(w * N);
+    let q: Quad<L> = Pair::of(Pair::of(l));
+    let mut s = src.chunks_exact(Quad::<L>::WIDTH);
+    let mut d = dst.chunks_exact_mut(Quad::<L>::WIDTH);
     for (s, d) in (&mut s).zip(&mut d) {
-        let mut x = [l.splat(0.0); N];
-        for (i, x) in x.iter_mut().enumerate() {
-            *x = K::apply(l, l.load(&s[i * w..]));
-        }
-        for (i, x) in x.into_iter().enumerate() {
-            l.store(x, &mut d[i * w..]);
-        }
+        q.store(K::apply(q, q.load(s)), d);
     }
+    let w = L::WIDTH;
     let mut s = s.remainder().chunks_exact(w);
     let mut d = d.into_remainder().chunks_exact_mut(w);
     for (s, d) in (&mut s).zip(&mut d) {
@@ -45,33 +38,17 @@ fn map_unrolled<L: Lanes, K: Kernel, const N: usize>(l: L, src: &[f32], dst: &mu
     }
 }
 
-/// Runs `K` over `data` in place on the lanes `l`, [`Kernel::UNROLL`] registers per loop
-/// iteration. (No closure: a kernel inside a closure called from several places may be left
-/// out of line, outside the instruction set's `#[target_feature]` function.)
+/// Runs `K` over `data` in place on the lanes `l`, as [`map_lanes`] does. (No closure: a
+/// kernel inside a closure called from several places may be left out of line, outside the
+/// instruction set's `#[target_feature]` function.)
 #[inline(always)]
 pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
-    match K::UNROLL {
-        4 => map_in_place_unrolled::<L, K, 4>(l, data),
-        2 => map_in_place_unrolled::<L, K, 2>(l, data),
-        _ => map_in_place_unrolled::<L, K, 1>(l, data),
-    }
-}
-
-/// `N` registers per iteration, then single registers, then the zero-padded tail.
-#[inline(always)]
-fn map_in_place_unrolled<L: Lanes, K: Kernel, const N: usize>(l: L, data: &mut [f32]) {
-    let w = L::WIDTH;
-    let mut d = data.chunks_exact_mut(w * N);
+    let q: Quad<L> = Pair::of(Pair::of(l));
+    let mut d = data.chunks_exact_mut(Quad::<L>::WIDTH);
     for d in &mut d {
-        let mut x = [l.splat(0.0); N];
-        for (i, x) in x.iter_mut().enumerate() {
-            *x = K::apply(l, l.load(&d[i * w..]));
-        }
-        for (i, x) in x.into_iter().enumerate() {
-            l.store(x, &mut d[i * w..]);
-        }
+        q.store(K::apply(q, q.load(d)), d);
     }
-    let mut d = d.into_remainder().chunks_exact_mut(w);
+    let mut d = d.into_remainder().chunks_exact_mut(L::WIDTH);
     for d in &mut d {
         l.store(K::apply(l, l.load(d)), d);
     }
@@ -177,4 +154,112 @@ fn map_slice_in_place_in_mode<M: Mode>(func: Func, isa: Supported, data: &mut [f
         src: None,
         dst: data,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::Isa;
+    use crate::mode::{Exact, Fast};
+
+    /// `K` one register of `L` at a time (no [`Quad`]).
+    struct OneRegisterAtATime<'a, K> {
+        src: &'a [f32],
+        dst: &'a mut [f32],
+        kernel: core::marker::PhantomData<K>,
+    }
+
+    impl<K: Kernel> WithLanes for OneRegisterAtATime<'_, K> {
+        type Output = ();
+        const USES_FMA: bool = K::USES_FMA;
+        fn run<L: Lanes>(self, l: L) {
+            for (s, d) in self.src.chunks(L::WIDTH).zip(self.dst.chunks_mut(L::WIDTH)) {
+                l.store_partial(K::apply(l, l.load_partial(s, 0.0)), d);
+            }
+        }
+    }
+
+    struct Both<'a> {
+        isa: Supported,
+        src: &'a [f32],
+    }
+
+    impl KernelVisitor for Both<'_> {
+        type Output = (Vec<f32>, Vec<f32>);
+        fn visit<K: Kernel>(self) -> Self::Output {
+            let mut quads = vec![0f32; self.src.len()];
+            let mut singles = quads.clone();
+            self.isa.dispatch(MapSlice::<K> {
+                src: Some(self.src),
+                dst: &mut quads,
+                kernel: core::marker::PhantomData,
+            });
+            self.isa.dispatch(OneRegisterAtATime::<K> {
+                src: self.src,
+                dst: &mut singles,
+                kernel: core::marker::PhantomData,
+            });
+            (quads, singles)
+        }
+    }
+
+    /// Four registers through a kernel as one [`Quad`] give the bits of one register at a
+    /// time, for every function, mode and instruction set, when the four differ: one odd
+    /// value (a NaN, an infinity, a value past a clamp or in another region of the algorithm)
+    /// in one register of a quad sends the whole quad down the slow path, which must change
+    /// nothing for its other registers.
+    #[test]
+    fn a_quad_gives_the_bits_of_its_registers_one_at_a_time() {
+        let odd = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1e-30,
+            -1e-40,
+            0.3,
+            -0.59,
+            0.61,
+            3.95,
+            -5.7,
+            20.0,
+            -87.5,
+            88.5,
+            -104.0,
+            200.0,
+            -1e30,
+        ];
+        let n = 64 * 64 + 13;
+        let mut src: Vec<f32> = (0..n)
+            .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4093) as f32 / 4093.0))
+            .collect();
+        for (j, &v) in odd.iter().cycle().take(n / 41).enumerate() {
+            src[(j * 41 + j % 7) % n] = v;
+        }
+        let log_src: Vec<f32> = src.iter().map(|x| x.abs()).collect();
+        for isa in Isa::available() {
+            let isa = isa.supported().unwrap();
+            for func in Func::ALL {
+                let src = if func == Func::Log { &log_src } else { &src };
+                for fast in [false, true] {
+                    let v = Both { isa, src };
+                    let (quads, singles) = if fast {
+                        func.visit::<Fast, _>(v)
+                    } else {
+                        func.visit::<Exact, _>(v)
+                    };
+                    for (i, (q, s)) in quads.iter().zip(&singles).enumerate() {
+                        assert_eq!(
+                            q.to_bits(),
+                            s.to_bits(),
+                            "{func} fast {fast} on {:?} at {i} (x = {:e})",
+                            isa.isa(),
+                            src[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -38,10 +38,6 @@ use crate::mode::Mode;
 pub trait Kernel: Send + Sync + 'static {
     /// Whether the kernel calls [`Lanes::fma`].
     const USES_FMA: bool;
-    /// How many registers the slice driver hands the kernel per loop iteration (1, 2 or 4):
-    /// independent registers let the dependent chains of neighbours overlap, but a kernel
-    /// with many live values (erf, tanh) spills when unrolled too far. Changes no bit.
-    const UNROLL: usize = 2;
     /// The function, lane by lane.
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F;
 }
@@ -49,15 +45,11 @@ pub trait Kernel: Send + Sync + 'static {
 /// Declares a zero-sized kernel type for an `fn<L, M>(l, x)` operator.
 macro_rules! kernel_type {
     ($(#[$doc:meta])* $name:ident => $func:ident) => {
-        $crate::ops::kernel_type!($(#[$doc])* $name => $func, unroll 2);
-    };
-    ($(#[$doc:meta])* $name:ident => $func:ident, unroll $unroll:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name<M>(core::marker::PhantomData<M>);
         impl<M: $crate::mode::Mode> $crate::ops::Kernel for $name<M> {
             const USES_FMA: bool = M::FAST;
-            const UNROLL: usize = $unroll;
             #[inline(always)]
             fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
                 $func::<L, M>(l, x)

@@ -24,5 +24,5 @@ pub fn sigmoid_of_number<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`sigmoid`].
-    Sigmoid => sigmoid, unroll 4
+    Sigmoid => sigmoid
 );

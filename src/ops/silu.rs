@@ -24,5 +24,5 @@ pub fn silu<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`silu`].
-    Silu => silu, unroll 4
+    Silu => silu
 );

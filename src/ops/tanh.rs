@@ -54,7 +54,7 @@ pub fn tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`tanh`].
-    Tanh => tanh, unroll 2
+    Tanh => tanh
 );
 
 #[cfg(test)]
