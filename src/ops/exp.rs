@@ -76,11 +76,19 @@ pub const EXP_ONE_SCALE: f32 = 86.0;
 #[inline(always)]
 pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     if l.all(l.lt(super::abs(l, x), l.splat(EXP_ONE_SCALE))) {
-        let (p, n) = reduce::<L, M>(l, x);
-        l.mul(p, pow2i(l, n))
+        exp_one_scale::<L, M>(l, x)
     } else {
         exp_two_factor::<L, M>(l, x)
     }
+}
+
+/// `p * 2^n`, one power of two and no select: [`exp`] (and [`exp_nonpositive`]) of an `x`
+/// with `|x| < EXP_ONE_SCALE` (or in `[EXP_NONPOSITIVE_FLUSH, EXP_ONE_SCALE]`), bit for bit
+/// (see [`exp`]). Outside that range, anything.
+#[inline(always)]
+pub fn exp_one_scale<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    let (p, n) = reduce::<L, M>(l, x);
+    l.mul(p, pow2i(l, n))
 }
 
 /// The spec's `exp` as it writes it: two power-of-two factors (a subnormal result rounds
@@ -123,6 +131,7 @@ pub fn exp_in<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n) = reduce::<L, M>(l, x);
     let y = l.mul(p, pow2i(l, n));
+    // `y` is `exp_one_scale(x)`; `n` is needed below.
     let in_range = l.mask_and(
         l.ge(x, l.splat(EXP_NONPOSITIVE_FLUSH)),
         l.ge(l.splat(EXP_ONE_SCALE), x),
@@ -156,9 +165,10 @@ pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
 }
 
 /// [`fast_exp`] of `x` inside `[FAST_EXP_LOW, FAST_EXP_HIGH]` (the clamp already applied):
-/// the fused reduction, the degree-3 `q` and one `2^n` scale, no selects.
+/// the fused reduction, the degree-3 `q` and one `2^n` scale, no selects. Outside that range,
+/// anything.
 #[inline(always)]
-fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
+pub fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
     let magic = l.splat(ROUND_MAGIC);
     let t = l.fma(x, l.splat(LOG2E), magic);
     let n = l.sub(t, magic);

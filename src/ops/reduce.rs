@@ -118,79 +118,109 @@ pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -
     )
 }
 
-/// `(max(row), any NaN)`: the maximum with `-0` normalised to `+0`, `-inf` for an empty or
-/// all `-inf` row; NaNs are reported, not propagated.
+/// What one pass over a row finds: its maximum and minimum, and whether it holds a NaN.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowExtremes {
+    /// The maximum, `-0` normalised to `+0`; `-inf` for an empty or all `-inf` row.
+    pub max: f32,
+    /// The minimum (either zero where it is a zero); `+inf` for an empty row.
+    pub min: f32,
+    /// Some entry is NaN (NaNs are reported, not propagated into `max` and `min`).
+    pub nan: bool,
+}
+
+/// The [`RowExtremes`] of `row`.
 #[inline(always)]
-pub fn max_and_nan<L: Lanes>(l: L, row: &[f32]) -> (f32, bool) {
+pub fn row_extremes<L: Lanes>(l: L, row: &[f32]) -> RowExtremes {
     // Four running maxima, so that consecutive registers do not wait for each other's compare
     // and select; a maximum is the same value in any order (the sign of a zero maximum is
-    // normalised below).
+    // normalised below). The minima likewise.
     const ACC: usize = 4;
     let w = L::WIDTH;
-    let mut m = [l.splat(f32::NEG_INFINITY); ACC];
-    let mut nan = l.lt(m[0], m[0]); // all false
+    let mut hi = [l.splat(f32::NEG_INFINITY); ACC];
+    let mut lo = [l.splat(f32::INFINITY); ACC];
+    let mut nan = l.lt(hi[0], hi[0]); // all false
     let mut groups = row.chunks_exact(ACC * w);
     for g in &mut groups {
-        for (i, m) in m.iter_mut().enumerate() {
+        for i in 0..ACC {
             let x = l.load(&g[i * w..]);
-            *m = l.select(l.gt(x, *m), x, *m);
+            hi[i] = l.select(l.gt(x, hi[i]), x, hi[i]);
+            lo[i] = l.min(x, lo[i]);
             nan = l.mask_or(nan, l.is_nan(x));
         }
     }
     for c in groups.remainder().chunks(w) {
-        let x = l.load_partial(c, f32::NEG_INFINITY);
-        m[0] = l.select(l.gt(x, m[0]), x, m[0]);
+        // Padded with an entry of the row: neutral for both the maximum and the minimum.
+        let x = l.load_partial(c, row[0]);
+        hi[0] = l.select(l.gt(x, hi[0]), x, hi[0]);
+        lo[0] = l.min(x, lo[0]);
         nan = l.mask_or(nan, l.is_nan(x));
     }
-    let [m0, m1, m2, m3] = m;
-    let (m01, m23) = (
-        l.select(l.gt(m1, m0), m1, m0),
-        l.select(l.gt(m3, m2), m3, m2),
-    );
-    let m = l.select(l.gt(m23, m01), m23, m01);
-    let mut lanes = [f32::NEG_INFINITY; MAX_WIDTH];
-    l.store(m, &mut lanes);
-    let best = lanes[..L::WIDTH]
+    let (mut top, mut bottom) = (hi[0], lo[0]);
+    for i in 1..ACC {
+        top = l.select(l.gt(hi[i], top), hi[i], top);
+        bottom = l.min(lo[i], bottom);
+    }
+    let mut lanes = [[0f32; MAX_WIDTH]; 2];
+    l.store(top, &mut lanes[0]);
+    l.store(bottom, &mut lanes[1]);
+    let max = lanes[0][..L::WIDTH]
         .iter()
         .fold(f32::NEG_INFINITY, |b, &v| if v > b { v } else { b });
-    // -0 and +0 compare equal, so which one won depends on the order: make it +0.
-    (best + 0.0, l.any(nan))
+    let min = lanes[1][..L::WIDTH]
+        .iter()
+        .fold(f32::INFINITY, |b, &v| if v < b { v } else { b });
+    RowExtremes {
+        // -0 and +0 compare equal, so which one won depends on the order: make it +0.
+        max: max + 0.0,
+        min,
+        nan: l.any(nan),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::max_and_nan;
+    use super::{RowExtremes, row_extremes};
     use crate::lanes::{Isa, Lanes, WithLanes};
 
-    fn max_on(isa: Isa, row: &[f32]) -> (f32, bool) {
+    fn extremes_on(isa: Isa, row: &[f32]) -> RowExtremes {
         struct Op<'a>(&'a [f32]);
         impl WithLanes for Op<'_> {
-            type Output = (f32, bool);
+            type Output = RowExtremes;
             const USES_FMA: bool = false;
-            fn run<L: Lanes>(self, l: L) -> (f32, bool) {
-                max_and_nan(l, self.0)
+            fn run<L: Lanes>(self, l: L) -> RowExtremes {
+                row_extremes(l, self.0)
             }
         }
         isa.supported().unwrap().dispatch(Op(row))
     }
 
-    /// The maximum wherever it lies (each of the running maxima, the tail), `+0` for a zero
-    /// maximum of either sign, `-inf` for an empty row, and a NaN anywhere reported.
+    /// The maximum and the minimum wherever they lie (each of the running extremes, the
+    /// tail), `+0` for a zero maximum of either sign, `-inf` / `+inf` for an empty row, and a
+    /// NaN anywhere reported.
     #[test]
-    fn max_and_nan_finds_the_maximum_anywhere_on_every_isa() {
+    fn row_extremes_finds_both_anywhere_on_every_isa() {
         for isa in Isa::available() {
-            assert_eq!(max_on(isa, &[]), (f32::NEG_INFINITY, false), "{isa}");
+            let empty = extremes_on(isa, &[]);
+            assert_eq!(
+                (empty.max, empty.min, empty.nan),
+                (f32::NEG_INFINITY, f32::INFINITY, false)
+            );
             for n in 1..=70 {
                 for at in 0..n {
                     let mut row: Vec<f32> = (0..n).map(|i| -1.0 - (i % 7) as f32).collect();
                     row[at] = 2.5;
-                    assert_eq!(max_on(isa, &row), (2.5, false), "{isa} n {n} at {at}");
+                    let e = extremes_on(isa, &row);
+                    assert_eq!((e.max, e.nan), (2.5, false), "{isa} n {n} at {at}");
+                    row[at] = -9.5;
+                    let e = extremes_on(isa, &row);
+                    assert_eq!(e.min, -9.5, "{isa} n {n} at {at}");
                     row.iter_mut().for_each(|x| *x = f32::NEG_INFINITY);
                     row[at] = -0.0;
-                    let (m, nan) = max_on(isa, &row);
-                    assert_eq!((m.to_bits(), nan), (0, false), "{isa} n {n} at {at}");
+                    let e = extremes_on(isa, &row);
+                    assert_eq!((e.max.to_bits(), e.nan), (0, false), "{isa} n {n} at {at}");
                     row[at] = f32::NAN;
-                    assert!(max_on(isa, &row).1, "{isa} n {n} at {at}");
+                    assert!(extremes_on(isa, &row).nan, "{isa} n {n} at {at}");
                 }
             }
         }

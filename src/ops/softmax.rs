@@ -12,9 +12,12 @@
 //! entry gets `+0` (log-softmax: `-log(k)` and `-inf`), because `x_i - m` is taken as `0`
 //! wherever `x_i == m`.
 
-use super::exp::{exp_nonpositive, fast_exp};
+use super::exp::{
+    EXP_NONPOSITIVE_FLUSH, FAST_EXP_LOW, exp_nonpositive, exp_one_scale, fast_exp,
+    fast_exp_in_range,
+};
 use super::map::map_registers_in_place_by;
-use super::reduce::{canonical_sum_with, max_and_nan};
+use super::reduce::{RowExtremes, canonical_sum_with, row_extremes};
 use super::{CANONICAL_NAN, log::log};
 use crate::lanes::{Lanes, MAX_WIDTH, Scalar, Supported, WithLanes};
 use crate::mode::{Exact, Mode, compiled_once_per_mode};
@@ -48,9 +51,25 @@ impl MaskedRow {
 /// `exp(x - m)` lane by lane, with `x - m` taken as `0` where `x == m`. Only `m = +inf`
 /// (`m_is_inf`) needs the select: for a finite `m`, `x - m` is already zero where `x == m`
 /// (`+0`, or `-0` under a caller's round-down in fast mode, and `exp(-0) = exp(+0) = 1`).
+///
+/// `IN_RANGE`: the caller knows (from [`shift_in_range`]) that every `x - m` of the row lies
+/// where the exp needs no clamp and no select, so the exp goes straight to its select-free
+/// form, with no test per register: the same bits.
 #[inline(always)]
-fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F, m_is_inf: bool) -> L::F {
+fn exp_shift<L: Lanes, M: Mode, const IN_RANGE: bool>(
+    l: L,
+    x: L::F,
+    m: L::F,
+    m_is_inf: bool,
+) -> L::F {
     let d = l.sub(x, m);
+    if IN_RANGE {
+        return if M::FAST {
+            fast_exp_in_range(l, d)
+        } else {
+            exp_one_scale::<L, Exact>(l, d)
+        };
+    }
     let d = if m_is_inf {
         l.select(l.eq(x, m), l.splat(0.0), d)
     } else {
@@ -63,9 +82,42 @@ fn exp_shift<L: Lanes, M: Mode>(l: L, x: L::F, m: L::F, m_is_inf: bool) -> L::F 
     }
 }
 
-/// The canonical sum of `exp(x_i - m)`; with `STORE` the exps overwrite the row.
+/// Whether every `x - m` of a row whose entries lie in `[lowest, m]` (no NaN) is on the select-
+/// free path of the mode's exp: `m` finite and `lowest - m` at or above the exp's lower limit
+/// ([`FAST_EXP_LOW`] in fast mode, [`EXP_NONPOSITIVE_FLUSH`] in exact mode; the upper limits
+/// are above 0). Rounding is monotonic, so every `x - m` rounds to at least `lowest - m`.
+fn shift_in_range<M: Mode>(lowest: f32, m: f32) -> bool {
+    let limit = if M::FAST {
+        FAST_EXP_LOW
+    } else {
+        EXP_NONPOSITIVE_FLUSH
+    };
+    m.is_finite() && lowest - m >= limit
+}
+
+/// The canonical sum of `exp(x_i - m)` over a row whose smallest entry is `lowest`; with
+/// `STORE` the exps overwrite the row.
 #[inline(always)]
-fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], m: f32) -> f32 {
+fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(
+    l: L,
+    row: &mut [f32],
+    m: f32,
+    lowest: f32,
+) -> f32 {
+    if shift_in_range::<M>(lowest, m) {
+        exp_shifted_sum_on::<L, M, STORE, true>(l, row, m)
+    } else {
+        exp_shifted_sum_on::<L, M, STORE, false>(l, row, m)
+    }
+}
+
+/// [`exp_shifted_sum`] with the range known.
+#[inline(always)]
+fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool>(
+    l: L,
+    row: &mut [f32],
+    m: f32,
+) -> f32 {
     let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
     // Inlined by force: a closure left out of line loses the trampoline's target features and
     // calls every intrinsic as a function.
@@ -75,10 +127,34 @@ fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(l: L, row: &mut [f32], 
         #[inline(always)]
         |start, len| {
             let part = &mut row[start..start + len];
-            let e = exp_shift::<L, M>(l, l.load_partial(part, f32::NEG_INFINITY), mv, m_is_inf);
+            let x = l.load_partial(part, f32::NEG_INFINITY);
+            let e = exp_shift::<L, M, IN_RANGE>(l, x, mv, m_is_inf);
             if STORE {
                 l.store_partial(e, part);
             }
+            e
+        },
+    )
+}
+
+/// The canonical sum of `exp(x_i - m)` over `src`, the exps stored to `dst`.
+#[inline(always)]
+fn exp_shifted_sum_into<L: Lanes, M: Mode, const IN_RANGE: bool>(
+    l: L,
+    src: &[f32],
+    dst: &mut [f32],
+    m: f32,
+) -> f32 {
+    let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
+    // Inlined by force, as in `exp_shifted_sum_on`.
+    canonical_sum_with(
+        l,
+        src.len(),
+        #[inline(always)]
+        |start, len| {
+            let x = l.load_partial(&src[start..start + len], f32::NEG_INFINITY);
+            let e = exp_shift::<L, M, IN_RANGE>(l, x, mv, m_is_inf);
+            l.store_partial(e, &mut dst[start..start + len]);
             e
         },
     )
@@ -109,13 +185,13 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
     if row.is_empty() {
         return;
     }
-    let (m, nan) = max_and_nan(l, row);
+    let RowExtremes { max: m, min, nan } = row_extremes(l, row);
     if let Some(fill) = special_row_fill::<M>(m, nan, row.len(), policy, log_form) {
         return row.fill(fill);
     }
     let mv = l.splat(m);
     if log_form {
-        let s = exp_shifted_sum::<L, M, false>(l, row, m);
+        let s = exp_shifted_sum::<L, M, false>(l, row, m, min);
         let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
         map_registers_in_place_by::<L, 2>(
             l,
@@ -127,7 +203,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
             },
         );
     } else {
-        let s = exp_shifted_sum::<L, M, true>(l, row, m);
+        let s = exp_shifted_sum::<L, M, true>(l, row, m, min);
         normalise::<L, M>(l, row, s);
     }
 }
@@ -170,23 +246,15 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
         dst.copy_from_slice(src);
         return softmax_row::<L, M>(l, dst, policy, log_form);
     }
-    let (m, nan) = max_and_nan(l, src);
+    let RowExtremes { max: m, min, nan } = row_extremes(l, src);
     if let Some(fill) = special_row_fill::<M>(m, nan, src.len(), policy, false) {
         return dst.fill(fill);
     }
-    let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
-    // Inlined by force, as in `exp_shifted_sum`.
-    let s = canonical_sum_with(
-        l,
-        src.len(),
-        #[inline(always)]
-        |start, len| {
-            let x = l.load_partial(&src[start..start + len], f32::NEG_INFINITY);
-            let e = exp_shift::<L, M>(l, x, mv, m_is_inf);
-            l.store_partial(e, &mut dst[start..start + len]);
-            e
-        },
-    );
+    let s = if shift_in_range::<M>(min, m) {
+        exp_shifted_sum_into::<L, M, true>(l, src, dst, m)
+    } else {
+        exp_shifted_sum_into::<L, M, false>(l, src, dst, m)
+    };
     normalise::<L, M>(l, dst, s);
 }
 
@@ -230,6 +298,11 @@ pub fn scale_and_mask<L: Lanes>(l: L, row: &mut [f32], scale: f32, mask: &ScoreM
         let mut x = l.mul(l.load_partial(part, 0.0), sv);
         if let Some(add) = mask.add {
             x = l.add(x, l.load_partial(&add[start..start + len], 0.0));
+        }
+        if mask.keep.is_none() && start + len <= end {
+            // Every lane visible: nothing to mask.
+            l.store_partial(x, part);
+            continue;
         }
         // Masked lanes: past `end`, or `keep` false. Built as 0/1 lanes, then one compare.
         let mut open = [0f32; MAX_WIDTH];
@@ -457,7 +530,11 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) -> f32 {
         scale_and_mask(l, self.tile, self.scale, &self.mask);
-        let (tile_max, nan) = max_and_nan(l, self.tile);
+        let RowExtremes {
+            max: tile_max,
+            min,
+            nan,
+        } = row_extremes(l, self.tile);
         self.state.nan |= nan;
         let old = self.state.max;
         let new = if tile_max > old { tile_max } else { old };
@@ -465,8 +542,8 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
             self.tile.fill(0.0);
             return 1.0;
         }
-        let rescale = exp_shift::<Scalar, M>(Scalar::new(), old, new, new == f32::INFINITY);
-        let s = exp_shifted_sum::<L, M, true>(l, self.tile, new);
+        let rescale = exp_shift::<Scalar, M, false>(Scalar::new(), old, new, new == f32::INFINITY);
+        let s = exp_shifted_sum::<L, M, true>(l, self.tile, new, min);
         self.state.sum = self.state.sum * rescale + s;
         self.state.max = new;
         rescale
@@ -477,6 +554,67 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
 mod tests {
     use super::*;
     use crate::lanes::Isa;
+
+    /// The sum (and stored exps) with the range decided per row, against the per-register
+    /// path, on rows whose spread `max - min` sits at, just inside and just outside each
+    /// mode's limit, on every instruction set and in both modes.
+    #[test]
+    fn the_row_range_decision_changes_no_bit() {
+        struct Op<'a, M> {
+            row: &'a [f32],
+            mode: core::marker::PhantomData<M>,
+        }
+        impl<M: Mode> WithLanes for Op<'_, M> {
+            type Output = (u32, Vec<u32>, u32, Vec<u32>, bool);
+            const USES_FMA: bool = M::FAST;
+            fn run<L: Lanes>(self, l: L) -> Self::Output {
+                let e = row_extremes(l, self.row);
+                let (mut a, mut b) = (self.row.to_vec(), self.row.to_vec());
+                let sa = exp_shifted_sum::<L, M, true>(l, &mut a, e.max, e.min);
+                let sb = exp_shifted_sum_on::<L, M, true, false>(l, &mut b, e.max);
+                let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect();
+                let fast = shift_in_range::<M>(e.min, e.max);
+                (sa.to_bits(), bits(a), sb.to_bits(), bits(b), fast)
+            }
+        }
+        fn check<M: Mode>(limit: f32) {
+            let mut took_both = [false; 2];
+            for isa in Isa::available() {
+                let isa = isa.supported().unwrap();
+                for spread in [
+                    10.0,
+                    -limit.next_down(),
+                    -limit,
+                    -limit.next_up(),
+                    -limit + 0.01,
+                    -limit - 0.01,
+                    120.0,
+                ] {
+                    for n in [1, 7, 16, 37, 100] {
+                        let top = 3.25f32;
+                        // Entries in [top - 5, top], then the maximum and the minimum placed.
+                        let mut row: Vec<f32> = values(n, n as u32)
+                            .iter()
+                            .map(|v| top - v.abs() / 2.0)
+                            .collect();
+                        row[n / 2] = top;
+                        row[n - 1] = top - spread;
+                        let (sa, a, sb, b, fast) = isa.dispatch(Op::<M> {
+                            row: &row,
+                            mode: core::marker::PhantomData,
+                        });
+                        took_both[fast as usize] = true;
+                        let at = format!("{:?} spread {spread} n {n}", isa.isa());
+                        assert_eq!(sa, sb, "sum, {at}");
+                        assert_eq!(a, b, "exps, {at}");
+                    }
+                }
+            }
+            assert_eq!(took_both, [true, true], "both paths taken");
+        }
+        check::<Exact>(EXP_NONPOSITIVE_FLUSH);
+        check::<crate::mode::Fast>(FAST_EXP_LOW);
+    }
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed;
