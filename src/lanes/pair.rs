@@ -21,10 +21,18 @@ impl<L: Lanes> Pair<L> {
     }
 }
 
-macro_rules! both {
-    ($l:expr, $op:ident, $($a:expr),+) => {
-        ($l.$op($($a.0),+), $l.$op($($a.1),+))
-    };
+/// Lane operations that apply to each half: `fn op(self, a: Self::F, ...) -> Self::F` is
+/// `(op(a.0, ...), op(a.1, ...))`.
+macro_rules! per_half {
+    ($($op:ident $(<const $n:ident: i32>)? ($($arg:ident: $t:ident),+) -> $out:ident;)*) => {$(
+        #[inline(always)]
+        fn $op$(<const $n: i32>)?(self, $($arg: Self::$t),+) -> Self::$out {
+            (
+                self.0.$op$(::<$n>)?($($arg.0),+),
+                self.0.$op$(::<$n>)?($($arg.1),+),
+            )
+        }
+    )*};
 }
 
 impl<L: Lanes> Lanes for Pair<L> {
@@ -70,65 +78,31 @@ impl<L: Lanes> Lanes for Pair<L> {
         self.0.store_partial(v.1, hi);
     }
 
-    #[inline(always)]
-    fn add(self, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, add, a, b)
-    }
-    #[inline(always)]
-    fn sub(self, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, sub, a, b)
-    }
-    #[inline(always)]
-    fn mul(self, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, mul, a, b)
-    }
-    #[inline(always)]
-    fn div(self, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, div, a, b)
-    }
-    #[inline(always)]
-    fn min(self, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, min, a, b)
-    }
-    #[inline(always)]
-    fn fma(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F {
-        both!(self.0, fma, a, b, c)
-    }
-    #[inline(always)]
-    fn lt(self, a: Self::F, b: Self::F) -> Self::M {
-        both!(self.0, lt, a, b)
-    }
-    #[inline(always)]
-    fn gt(self, a: Self::F, b: Self::F) -> Self::M {
-        both!(self.0, gt, a, b)
-    }
-    #[inline(always)]
-    fn ge(self, a: Self::F, b: Self::F) -> Self::M {
-        both!(self.0, ge, a, b)
-    }
-    #[inline(always)]
-    fn eq(self, a: Self::F, b: Self::F) -> Self::M {
-        both!(self.0, eq, a, b)
-    }
-    #[inline(always)]
-    fn is_nan(self, a: Self::F) -> Self::M {
-        both!(self.0, is_nan, a)
-    }
-    #[inline(always)]
-    fn gt_i(self, a: Self::I, b: Self::I) -> Self::M {
-        both!(self.0, gt_i, a, b)
-    }
-    #[inline(always)]
-    fn select(self, m: Self::M, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, select, m, a, b)
-    }
-    #[inline(always)]
-    fn mask_or(self, a: Self::M, b: Self::M) -> Self::M {
-        both!(self.0, mask_or, a, b)
-    }
-    #[inline(always)]
-    fn mask_and(self, a: Self::M, b: Self::M) -> Self::M {
-        both!(self.0, mask_and, a, b)
+    per_half! {
+        add(a: F, b: F) -> F;
+        sub(a: F, b: F) -> F;
+        mul(a: F, b: F) -> F;
+        div(a: F, b: F) -> F;
+        min(a: F, b: F) -> F;
+        fma(a: F, b: F, c: F) -> F;
+        lt(a: F, b: F) -> M;
+        gt(a: F, b: F) -> M;
+        ge(a: F, b: F) -> M;
+        eq(a: F, b: F) -> M;
+        is_nan(a: F) -> M;
+        gt_i(a: I, b: I) -> M;
+        select(m: M, a: F, b: F) -> F;
+        mask_or(a: M, b: M) -> M;
+        mask_and(a: M, b: M) -> M;
+        and(a: F, b: F) -> F;
+        or(a: F, b: F) -> F;
+        to_bits(a: F) -> I;
+        from_bits(a: I) -> F;
+        add_i(a: I, b: I) -> I;
+        sub_i(a: I, b: I) -> I;
+        and_i(a: I, b: I) -> I;
+        shl_i<const N: i32>(a: I) -> I;
+        sra_i<const N: i32>(a: I) -> I;
     }
     #[inline(always)]
     fn any(self, m: Self::M) -> bool {
@@ -137,42 +111,6 @@ impl<L: Lanes> Lanes for Pair<L> {
     #[inline(always)]
     fn all(self, m: Self::M) -> bool {
         self.0.all(self.0.mask_and(m.0, m.1))
-    }
-    #[inline(always)]
-    fn and(self, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, and, a, b)
-    }
-    #[inline(always)]
-    fn or(self, a: Self::F, b: Self::F) -> Self::F {
-        both!(self.0, or, a, b)
-    }
-    #[inline(always)]
-    fn to_bits(self, a: Self::F) -> Self::I {
-        both!(self.0, to_bits, a)
-    }
-    #[inline(always)]
-    fn from_bits(self, a: Self::I) -> Self::F {
-        both!(self.0, from_bits, a)
-    }
-    #[inline(always)]
-    fn add_i(self, a: Self::I, b: Self::I) -> Self::I {
-        both!(self.0, add_i, a, b)
-    }
-    #[inline(always)]
-    fn sub_i(self, a: Self::I, b: Self::I) -> Self::I {
-        both!(self.0, sub_i, a, b)
-    }
-    #[inline(always)]
-    fn and_i(self, a: Self::I, b: Self::I) -> Self::I {
-        both!(self.0, and_i, a, b)
-    }
-    #[inline(always)]
-    fn shl_i<const N: i32>(self, a: Self::I) -> Self::I {
-        (self.0.shl_i::<N>(a.0), self.0.shl_i::<N>(a.1))
-    }
-    #[inline(always)]
-    fn sra_i<const N: i32>(self, a: Self::I) -> Self::I {
-        (self.0.sra_i::<N>(a.0), self.0.sra_i::<N>(a.1))
     }
 }
 

@@ -95,19 +95,20 @@ fn shift_in_range<M: Mode>(lowest: f32, m: f32) -> bool {
     m.is_finite() && lowest - m >= limit
 }
 
-/// The canonical sum of `exp(x_i - m)` over a row whose smallest entry is `lowest`; with
-/// `STORE` the exps overwrite the row.
+/// The canonical sum of `exp(x_i - m)` over a row whose smallest entry is `lowest`: the row is
+/// `src`, or `row` itself when `src` is `None`; with `STORE` the exps are written to `row`.
 #[inline(always)]
 fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(
     l: L,
+    src: Option<&[f32]>,
     row: &mut [f32],
     m: f32,
     lowest: f32,
 ) -> f32 {
     if shift_in_range::<M>(lowest, m) {
-        exp_shifted_sum_on::<L, M, STORE, true>(l, row, m)
+        exp_shifted_sum_on::<L, M, STORE, true>(l, src, row, m)
     } else {
-        exp_shifted_sum_on::<L, M, STORE, false>(l, row, m)
+        exp_shifted_sum_on::<L, M, STORE, false>(l, src, row, m)
     }
 }
 
@@ -115,6 +116,7 @@ fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(
 #[inline(always)]
 fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool>(
     l: L,
+    src: Option<&[f32]>,
     row: &mut [f32],
     m: f32,
 ) -> f32 {
@@ -127,34 +129,12 @@ fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool
         #[inline(always)]
         |start, len| {
             let part = &mut row[start..start + len];
-            let x = l.load_partial(part, f32::NEG_INFINITY);
+            let from = src.map_or(&*part, |s| &s[start..start + len]);
+            let x = l.load_partial(from, f32::NEG_INFINITY);
             let e = exp_shift::<L, M, IN_RANGE>(l, x, mv, m_is_inf);
             if STORE {
                 l.store_partial(e, part);
             }
-            e
-        },
-    )
-}
-
-/// The canonical sum of `exp(x_i - m)` over `src`, the exps stored to `dst`.
-#[inline(always)]
-fn exp_shifted_sum_into<L: Lanes, M: Mode, const IN_RANGE: bool>(
-    l: L,
-    src: &[f32],
-    dst: &mut [f32],
-    m: f32,
-) -> f32 {
-    let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
-    // Inlined by force, as in `exp_shifted_sum_on`.
-    canonical_sum_with(
-        l,
-        src.len(),
-        #[inline(always)]
-        |start, len| {
-            let x = l.load_partial(&src[start..start + len], f32::NEG_INFINITY);
-            let e = exp_shift::<L, M, IN_RANGE>(l, x, mv, m_is_inf);
-            l.store_partial(e, &mut dst[start..start + len]);
             e
         },
     )
@@ -191,7 +171,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
     }
     let mv = l.splat(m);
     if log_form {
-        let s = exp_shifted_sum::<L, M, false>(l, row, m, min);
+        let s = exp_shifted_sum::<L, M, false>(l, None, row, m, min);
         let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
         map_registers_in_place_by::<L, 2>(
             l,
@@ -203,7 +183,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
             },
         );
     } else {
-        let s = exp_shifted_sum::<L, M, true>(l, row, m, min);
+        let s = exp_shifted_sum::<L, M, true>(l, None, row, m, min);
         normalise::<L, M>(l, row, s);
     }
 }
@@ -250,11 +230,7 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
     if let Some(fill) = special_row_fill::<M>(m, nan, src.len(), policy, false) {
         return dst.fill(fill);
     }
-    let s = if shift_in_range::<M>(min, m) {
-        exp_shifted_sum_into::<L, M, true>(l, src, dst, m)
-    } else {
-        exp_shifted_sum_into::<L, M, false>(l, src, dst, m)
-    };
+    let s = exp_shifted_sum::<L, M, true>(l, Some(src), dst, m, min);
     normalise::<L, M>(l, dst, s);
 }
 
@@ -543,7 +519,7 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
             return 1.0;
         }
         let rescale = exp_shift::<Scalar, M, false>(Scalar::new(), old, new, new == f32::INFINITY);
-        let s = exp_shifted_sum::<L, M, true>(l, self.tile, new, min);
+        let s = exp_shifted_sum::<L, M, true>(l, None, self.tile, new, min);
         self.state.sum = self.state.sum * rescale + s;
         self.state.max = new;
         rescale
@@ -570,8 +546,8 @@ mod tests {
             fn run<L: Lanes>(self, l: L) -> Self::Output {
                 let e = row_extremes(l, self.row);
                 let (mut a, mut b) = (self.row.to_vec(), self.row.to_vec());
-                let sa = exp_shifted_sum::<L, M, true>(l, &mut a, e.max, e.min);
-                let sb = exp_shifted_sum_on::<L, M, true, false>(l, &mut b, e.max);
+                let sa = exp_shifted_sum::<L, M, true>(l, None, &mut a, e.max, e.min);
+                let sb = exp_shifted_sum_on::<L, M, true, false>(l, None, &mut b, e.max);
                 let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect();
                 let fast = shift_in_range::<M>(e.min, e.max);
                 (sa.to_bits(), bits(a), sb.to_bits(), bits(b), fast)
