@@ -52,6 +52,16 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     type I: Copy;
     /// A lane mask, the result of a comparison.
     type M: Copy;
+    /// The registers the slice driver runs a kernel on at once: four AVX2 registers as one
+    /// (`Pair<Pair<Avx2>>`), two of SSE2 or AVX-512, one scalar. Several independent registers
+    /// let the compiler interleave their dependent chains, and a kernel's per-register test
+    /// is taken once for all of them; each doubling doubles the kernels' compiled code, so
+    /// only the instruction set that is measured to gain from four (AVX2) has four. Lanes
+    /// never mix: the bits are those of one register at a time.
+    type Group: Lanes;
+
+    /// The [`Lanes::Group`] of this token.
+    fn group(self) -> Self::Group;
 
     /// Every lane `v`.
     fn splat(self, v: f32) -> Self::F;

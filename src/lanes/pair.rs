@@ -40,6 +40,12 @@ impl<L: Lanes> Lanes for Pair<L> {
     type F = (L::F, L::F);
     type I = (L::I, L::I);
     type M = (L::M, L::M);
+    type Group = Self;
+
+    #[inline(always)]
+    fn group(self) -> Self {
+        self
+    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> Self::F {

@@ -18,6 +18,12 @@ impl Lanes for Scalar {
     type F = f32;
     type I = i32;
     type M = bool;
+    type Group = Self;
+
+    #[inline(always)]
+    fn group(self) -> Self {
+        self
+    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> f32 {

@@ -6,7 +6,7 @@
 
 use core::arch::x86_64::*;
 
-use super::{Lanes, WithLanes};
+use super::{Lanes, Pair, WithLanes};
 
 /// 128-bit registers (four `f32` lanes), SSE2. `FMA` says whether [`Lanes::fma`] may use the
 /// FMA3 instruction (`true`, only built on CPUs that have it) or must use a correctly rounded
@@ -36,6 +36,12 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
     type F = __m128;
     type I = __m128i;
     type M = __m128;
+    type Group = Pair<Self>;
+
+    #[inline(always)]
+    fn group(self) -> Self::Group {
+        Pair::of(self)
+    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> __m128 {
@@ -179,6 +185,12 @@ impl Lanes for Avx2 {
     type F = __m256;
     type I = __m256i;
     type M = __m256;
+    type Group = Pair<Pair<Self>>;
+
+    #[inline(always)]
+    fn group(self) -> Self::Group {
+        Pair::of(Pair::of(self))
+    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> __m256 {
@@ -311,6 +323,12 @@ impl Lanes for Avx512 {
     type F = __m512;
     type I = __m512i;
     type M = __mmask16;
+    type Group = Pair<Self>;
+
+    #[inline(always)]
+    fn group(self) -> Self::Group {
+        Pair::of(self)
+    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> __m512 {

@@ -5,24 +5,22 @@
 
 use super::Kernel;
 use super::func::{Func, KernelVisitor};
-use crate::lanes::{Lanes, Pair, Supported, WithLanes};
+use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::{Mode, compiled_once_per_mode};
 
-/// Four registers of `L` as one: the slice driver's step.
-type Quad<L> = Pair<Pair<L>>;
-
-/// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`: four registers per loop
-/// iteration as one [`Quad`], then single registers, then the zero-padded tail.
+/// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`: a [`Lanes::Group`] of
+/// registers per loop iteration (four AVX2 registers as one), then single registers, then the
+/// zero-padded tail.
 ///
-/// The four registers go through the kernel together, so a kernel's per-register test (every
-/// lane in range? a uniform region?) is one test for all four, and their dependent chains sit
-/// in one straight block the compiler interleaves. Lanes never mix: the bits are those of one
-/// register at a time.
+/// The registers of a group go through the kernel together, so a kernel's per-register test
+/// (every lane in range? a uniform region?) is one test for all of them, and their dependent
+/// chains sit in one straight block the compiler interleaves. Lanes never mix: the bits are
+/// those of one register at a time.
 #[inline(always)]
 pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
-    let q: Quad<L> = Pair::of(Pair::of(l));
-    let mut s = src.chunks_exact(Quad::<L>::WIDTH);
-    let mut d = dst.chunks_exact_mut(Quad::<L>::WIDTH);
+    let q = l.group();
+    let mut s = src.chunks_exact(L::Group::WIDTH);
+    let mut d = dst.chunks_exact_mut(L::Group::WIDTH);
     for (s, d) in (&mut s).zip(&mut d) {
         q.store(K::apply(q, q.load(s)), d);
     }
@@ -43,8 +41,8 @@ pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
 /// instruction set's `#[target_feature]` function.)
 #[inline(always)]
 pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
-    let q: Quad<L> = Pair::of(Pair::of(l));
-    let mut d = data.chunks_exact_mut(Quad::<L>::WIDTH);
+    let q = l.group();
+    let mut d = data.chunks_exact_mut(L::Group::WIDTH);
     for d in &mut d {
         q.store(K::apply(q, q.load(d)), d);
     }
@@ -162,7 +160,7 @@ mod tests {
     use crate::lanes::Isa;
     use crate::mode::{Exact, Fast};
 
-    /// `K` one register of `L` at a time (no [`Quad`]).
+    /// `K` one register of `L` at a time (no [`Lanes::Group`]).
     struct OneRegisterAtATime<'a, K> {
         src: &'a [f32],
         dst: &'a mut [f32],
@@ -187,11 +185,11 @@ mod tests {
     impl KernelVisitor for Both<'_> {
         type Output = (Vec<f32>, Vec<f32>);
         fn visit<K: Kernel>(self) -> Self::Output {
-            let mut quads = vec![0f32; self.src.len()];
-            let mut singles = quads.clone();
+            let mut groups = vec![0f32; self.src.len()];
+            let mut singles = groups.clone();
             self.isa.dispatch(MapSlice::<K> {
                 src: Some(self.src),
-                dst: &mut quads,
+                dst: &mut groups,
                 kernel: core::marker::PhantomData,
             });
             self.isa.dispatch(OneRegisterAtATime::<K> {
@@ -199,17 +197,17 @@ mod tests {
                 dst: &mut singles,
                 kernel: core::marker::PhantomData,
             });
-            (quads, singles)
+            (groups, singles)
         }
     }
 
-    /// Four registers through a kernel as one [`Quad`] give the bits of one register at a
-    /// time, for every function, mode and instruction set, when the four differ: one odd
-    /// value (a NaN, an infinity, a value past a clamp or in another region of the algorithm)
-    /// in one register of a quad sends the whole quad down the slow path, which must change
-    /// nothing for its other registers.
+    /// The registers of a [`Lanes::Group`] through a kernel at once give the bits of one
+    /// register at a time, for every function, mode and instruction set, when they differ: one
+    /// odd value (a NaN, an infinity, a value past a clamp or in another region of the
+    /// algorithm) in one register of a group sends the whole group down the slow path, which
+    /// must change nothing for its other registers.
     #[test]
-    fn a_quad_gives_the_bits_of_its_registers_one_at_a_time() {
+    fn a_group_gives_the_bits_of_its_registers_one_at_a_time() {
         let odd = [
             f32::NAN,
             f32::INFINITY,
@@ -244,12 +242,12 @@ mod tests {
                 let src = if func == Func::Log { &log_src } else { &src };
                 for fast in [false, true] {
                     let v = Both { isa, src };
-                    let (quads, singles) = if fast {
+                    let (groups, singles) = if fast {
                         func.visit::<Fast, _>(v)
                     } else {
                         func.visit::<Exact, _>(v)
                     };
-                    for (i, (q, s)) in quads.iter().zip(&singles).enumerate() {
+                    for (i, (q, s)) in groups.iter().zip(&singles).enumerate() {
                         assert_eq!(
                             q.to_bits(),
                             s.to_bits(),
