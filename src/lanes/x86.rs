@@ -36,11 +36,11 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
     type F = __m128;
     type I = __m128i;
     type M = __m128;
-    type Group = Pair<Self>;
+    type Group = Self;
 
     #[inline(always)]
     fn group(self) -> Self::Group {
-        Pair::of(self)
+        self
     }
 
     #[inline(always)]
@@ -323,11 +323,11 @@ impl Lanes for Avx512 {
     type F = __m512;
     type I = __m512i;
     type M = __mmask16;
-    type Group = Pair<Self>;
+    type Group = Self;
 
     #[inline(always)]
     fn group(self) -> Self::Group {
-        Pair::of(self)
+        self
     }
 
     #[inline(always)]
