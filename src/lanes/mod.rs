@@ -52,14 +52,15 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     type I: Copy;
     /// A lane mask, the result of a comparison.
     type M: Copy;
-    /// The registers the slice driver runs a kernel on at once: four AVX2 registers as one
-    /// (`Pair<Pair<Avx2>>`), one register of the other types. Several independent registers
-    /// let the compiler interleave their dependent chains, and a kernel's per-register test
-    /// is taken once for all of them; but each doubling doubles the kernels' compiled code
-    /// (and the build time), so a lane type gets a group only where one is measured to pay:
-    /// on AVX2, four beat two and eight for every kernel; on SSE2, two were as often slower as
-    /// faster; AVX-512 has not run on any machine of the project yet. Lanes never mix: the
-    /// bits are those of one register at a time.
+    /// The registers the slice driver runs a kernel on at once: four AVX2 or AVX-512
+    /// registers as one (`Pair<Pair<_>>`), one register of the other types. Several
+    /// independent registers let the compiler interleave their dependent chains, and a
+    /// kernel's per-register test is taken once for all of them; but each doubling doubles the
+    /// kernels' compiled code (and the build time), so a lane type gets a group only where one
+    /// is measured to pay: on AVX2 (Zen 1), four beat two and eight for every kernel; on
+    /// AVX-512 (Zen 4), four beat one by 5-20% and two on all but two kernels; on SSE2, two
+    /// were as often slower as faster. Lanes never mix: the bits are those of one register at
+    /// a time.
     type Group: Lanes;
 
     /// The [`Lanes::Group`] of this token.

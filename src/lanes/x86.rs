@@ -323,11 +323,11 @@ impl Lanes for Avx512 {
     type F = __m512;
     type I = __m512i;
     type M = __mmask16;
-    type Group = Self;
+    type Group = Pair<Pair<Self>>;
 
     #[inline(always)]
     fn group(self) -> Self::Group {
-        self
+        Pair::of(Pair::of(self))
     }
 
     #[inline(always)]
