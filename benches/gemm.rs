@@ -120,7 +120,8 @@ fn bench_gemm(c: &mut Criterion) {
 }
 
 fn bench_block_shapes(c: &mut Criterion) {
-    let best = Isa::detect();
+    // `ACTIVATION_KERNELS_ISA` picks another instruction set, to compare them.
+    let best = Isa::preferred_or_detect();
     let exact = session::<Exact>(best, 1);
     let fast = session::<Fast>(best, 1);
     let exact2 = session::<Exact>(best, 2).with_parallel_threshold(0);

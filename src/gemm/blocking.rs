@@ -1,7 +1,7 @@
 //! Block sizes: the microkernel of each instruction set, the cache blocking of the driver, and
 //! the depth of a K super-block (which is also the layout of a `PackedMatrix`).
 
-use super::kernel::{MicroKernel, Mr4Nv4, Mr6Nv2, Mr14Nv2};
+use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr14Nv2};
 use crate::lanes::Isa;
 
 /// Block sizes for one microkernel shape and lane width.
@@ -33,8 +33,9 @@ impl Blocking {
     /// (48 x 1040 values, 200 KB) and the packed A block (48 x 256, 48 KB) stay in a 512 KB L2
     /// while the packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A
     /// panels of the tile. A tile 1024 wide covers the columns of a 1024-wide product at once,
-    /// so A is packed once per K block. For AVX-512 (14 x 32) the tile is 112 x 1024 (470 KB,
-    /// for the 1 MB L2 of the CPUs that have it).
+    /// so A is packed once per K block. For AVX-512 (4 x 96) the tile is 32 x 960 (the widest
+    /// whole number of 96-column panels, 123 KB) and a B micro-panel (256 x 96, 96 KB) is read
+    /// from L2 (1 MB on the CPUs that have AVX-512) by the 8 A panels of the tile.
     ///
     /// `nt` is the widest tile: the driver cuts a slab into equal tiles, narrower for a deep
     /// product (at most 2 MiB of packed B per tile, so that the tile's bands find B in L3) or
@@ -45,17 +46,29 @@ impl Blocking {
             nr: K::NV * width,
             kc: 256,
             mc: 8 * K::MR,
-            nt: 1024,
+            // Whole panels: 1024 for 16- and 32-column panels, 960 for 96.
+            nt: 1024 / (K::NV * width) * (K::NV * width),
             kb: KB,
             budget: 1 << 22,
         }
     }
 }
 
-/// Columns of the B panels the GEMM of `isa` reads (its microkernel's `NV` registers).
+/// Columns of the narrower B panels of `isa`: those of [`panel_width`], but 32 on AVX-512 (its
+/// second microkernel, [`Mr14Nv2`], for narrow products; also the panels the GEMV packs from a
+/// view).
+pub(crate) fn narrow_panel_width(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => Mr14Nv2::NV * isa.width(),
+        _ => panel_width(isa),
+    }
+}
+
+/// Columns of the B panels the GEMM of `isa` reads from a `PackedMatrix` (its microkernel's
+/// `NV` registers; on AVX-512, those of the wide-product kernel [`Mr4Nv6`]).
 pub(crate) fn panel_width(isa: Isa) -> usize {
     let nv = match isa {
-        Isa::Avx512 => Mr14Nv2::NV,
+        Isa::Avx512 => Mr4Nv6::NV,
         Isa::Avx2 | Isa::Sse2 => Mr6Nv2::NV,
         Isa::Scalar => Mr4Nv4::NV,
     };

@@ -12,7 +12,7 @@
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 use rayon::prelude::*;
 
-use super::blocking::{KB, panel_width};
+use super::blocking::{KB, narrow_panel_width, panel_width};
 use super::driver::{Item, finish_tile, tile_view};
 use super::pack::pack_panels;
 use super::packed::Operand;
@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::Mode;
 
-/// Columns of C per work item (a multiple of every panel width).
+/// Columns of C per work item, about: [`chunk`] rounds it to whole groups of panels.
 const CHUNK: usize = 512;
 
 /// Registers of columns per step of the row-by-row kernel.
@@ -30,9 +30,21 @@ const ROW_REGS: usize = 8;
 /// Packed panels per step of the panel kernel.
 const PANELS: usize = 4;
 
-/// Values of `k` per packing of [`column_gemv`]: `PANELS` panels of 16 columns at this depth
-/// fill 32 KiB, a first-level data cache.
-const COLUMN_DEPTH: usize = 128;
+/// Values per packing of [`column_gemv`] (`PANELS` panels, as deep as fits): 32 KiB, a
+/// first-level data cache (128 deep for AVX2's 16-column panels).
+const COLUMN_VALUES: usize = 8192;
+
+/// Columns of C per work item on `isa` with the right-hand side `b`: [`CHUNK`] rounded down to
+/// whole groups of `PANELS` panels (512, but 384 for a `PackedMatrix` in AVX-512's 96-column
+/// panels), so that only the last chunk of a row has a partial group.
+fn chunk(isa: Supported, b: &Operand<'_>) -> usize {
+    let nr = match b {
+        Operand::Packed(p) => p.panel_width(),
+        Operand::View(_) => narrow_panel_width(isa.isa()),
+    };
+    let group = PANELS * nr;
+    (CHUNK / group).max(1) * group
+}
 
 /// Whether [`gemv`] takes `items`: one row of A and a packed B, or a view of B whose rows or
 /// whose columns are contiguous.
@@ -63,7 +75,7 @@ pub(crate) fn gemv<M: Mode>(
         let n = c.ncols();
         let mut col0 = 0;
         while col0 < n {
-            let w = CHUNK.min(n - col0);
+            let w = chunk(isa, &item.b).min(n - col0);
             let (here, rest) = c.split_at(Axis(1), w);
             tasks.push(Chunk {
                 batch,
@@ -100,8 +112,8 @@ fn run_chunk<M: Mode>(
     mut t: Chunk<'_, '_>,
 ) -> Result<(), Error> {
     let w = t.c.ncols();
-    // Room for whole panels of the widest microkernel (`PANELS` x 32 columns).
-    let mut buf = vec![0.0f32; w.next_multiple_of(PANELS * 32)];
+    // Room for whole groups of panels (a packed B has the panels of `isa`: checked).
+    let mut buf = vec![0.0f32; w.next_multiple_of(PANELS * panel_width(isa.isa()))];
     match t.b {
         Operand::Packed(p) => {
             let nr = p.panel_width();
@@ -159,7 +171,7 @@ fn columns_contiguous(b: ArrayView2<'_, f32>) -> bool {
 }
 
 /// `c = a b` for a `b` whose columns are contiguous: `PANELS` panels of columns at a time are
-/// packed into a buffer that stays in the first-level cache ([`COLUMN_DEPTH`] values of `k` at
+/// packed into a buffer that stays in the first-level cache ([`COLUMN_VALUES`] values at
 /// a time), then multiplied as packed panels are. Each element of C is the same sequential
 /// sum from `+0` as with a [`super::PackedMatrix`] (the packing moves values, never rounds
 /// them).
@@ -170,16 +182,17 @@ fn column_gemv<M: Mode>(
     c: &mut [f32],
 ) -> Result<(), Error> {
     let (k, w) = b.dim();
-    let nr = panel_width(isa.isa());
+    let nr = narrow_panel_width(isa.isa());
     let group = PANELS * nr;
-    let mut packed = vec![0.0f32; group * COLUMN_DEPTH.min(k)];
+    let column_depth = (COLUMN_VALUES / group).max(1);
+    let mut packed = vec![0.0f32; group * column_depth.min(k)];
     for j0 in (0..w).step_by(group) {
         let cols = group.min(w - j0);
         let c = c
             .get_mut(j0..j0 + cols.next_multiple_of(nr))
             .ok_or_else(|| Error::InvalidArgument("gemv: output buffer too short".into()))?;
-        for k0 in (0..k).step_by(COLUMN_DEPTH) {
-            let depth = COLUMN_DEPTH.min(k - k0);
+        for k0 in (0..k).step_by(column_depth) {
+            let depth = column_depth.min(k - k0);
             let src = b.slice(s![k0..k0 + depth, j0..j0 + cols]);
             let len = pack_panels(src.reversed_axes(), nr, &mut packed);
             isa.dispatch(PanelGemv::<M> {
@@ -224,10 +237,13 @@ impl<M: Mode> WithLanes for PanelGemv<'_, M> {
     fn run<L: Lanes>(self, l: L) {
         let (w, nr, depth) = (L::WIDTH, self.nr, self.a.len());
         let nv = nr / w;
-        // The panel widths of the microkernels: 2 registers on the vector lanes, 4 on the
-        // scalar one. (Only those are compiled for each lane type: `const` conditions prune the
-        // others at compile time.)
+        // The panel widths of the microkernels: 2 registers on the vector lanes (and 6 for a
+        // `PackedMatrix` on AVX-512), 4 on the scalar one. (Only those are compiled for each
+        // lane type: `const` conditions prune the others at compile time.)
         match nv {
+            6 if const { L::WIDTH == 16 } => {
+                panel_gemv::<L, M, 6>(l, self.a, self.panels, self.c, self.zero)
+            }
             2 if const { L::WIDTH > 1 } => {
                 panel_gemv::<L, M, 2>(l, self.a, self.panels, self.c, self.zero)
             }

@@ -60,7 +60,7 @@ use crate::lanes::Supported;
 use crate::mode::{Mode, compiled_once_per_mode};
 use blocking::Blocking;
 use driver::gemm_with;
-use kernel::{Mr4Nv4, Mr6Nv2, Mr14Nv2};
+use kernel::{Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr14Nv2};
 
 pub(crate) use driver::Item;
 pub(crate) use packed::{Operand, operand};
@@ -101,6 +101,10 @@ fn gemm_in_mode<M: Mode>(
         return gemv::gemv::<M>(isa, parallel, items, epilogue, batched);
     }
     match isa.isa() {
+        Isa::Avx512 if wide_panels_fit(&items) => {
+            let blk = Blocking::of::<Mr4Nv6>(width);
+            gemm_with::<M, Mr4Nv6>(isa, blk, parallel, items, k, epilogue, batched)
+        }
         Isa::Avx512 => {
             let blk = Blocking::of::<Mr14Nv2>(width);
             gemm_with::<M, Mr14Nv2>(isa, blk, parallel, items, k, epilogue, batched)
@@ -114,6 +118,21 @@ fn gemm_in_mode<M: Mode>(
             gemm_with::<M, Mr4Nv4>(isa, blk, parallel, items, k, epilogue, batched)
         }
     }
+}
+
+/// Whether an AVX-512 product takes the 96-column panels of [`Mr4Nv6`] rather than the
+/// 32-column ones of [`Mr14Nv2`]: always with a `PackedMatrix` (packed in 96-column panels),
+/// else when at most a sixteenth of the padded width is padding (a 64-wide product would
+/// compute 96 columns with them, a 768-wide one exactly 768). Either kernel gives the same
+/// bits.
+fn wide_panels_fit(items: &[Item<'_>]) -> bool {
+    let wide = blocking::panel_width(Isa::Avx512);
+    let packed = items.iter().any(|it| matches!(it.b, Operand::Packed(_)));
+    packed
+        || items.iter().all(|it| {
+            let padded = it.c.ncols().next_multiple_of(wide);
+            16 * (padded - it.c.ncols()) <= padded
+        })
 }
 
 #[cfg(test)]

@@ -26,14 +26,15 @@ const PREFETCH_ROW: usize = 64;
 /// copy of the loops with `p` a constant.
 pub(crate) fn pack_panels(src: ArrayView2<'_, f32>, p: usize, dst: &mut [f32]) -> usize {
     match p {
-        2 => pack::<2>(src, dst),
+        // MR of the microkernels (4, 6, 14), then NR (scalar 4, SSE2 8, AVX2 16, AVX-512 32
+        // and 96).
         4 => pack::<4>(src, dst),
         6 => pack::<6>(src, dst),
         8 => pack::<8>(src, dst),
         14 => pack::<14>(src, dst),
         16 => pack::<16>(src, dst),
         32 => pack::<32>(src, dst),
-        64 => pack::<64>(src, dst),
+        96 => pack::<96>(src, dst),
         _ => pack_any(src, p, dst),
     }
 }
@@ -160,6 +161,7 @@ mod tests {
             (13, 1),
             (1, 9),
             (16, 16),
+            (200, 5),
             (0, 4),
             (3, 0),
         ] {
@@ -178,7 +180,7 @@ mod tests {
             });
             let strided = big.slice(s![..2 * r;2, ..3 * kc;3]);
             let reversed = c.slice(s![..;-1, ..]).to_owned();
-            for p in [1, 2, 3, 4, 6, 8, 14, 16] {
+            for p in [1, 2, 3, 4, 6, 8, 14, 16, 32, 96] {
                 let want = expected(&c, p);
                 for v in [c.view(), f.view(), strided, c.t().t()] {
                     let mut dst = vec![f32::NAN; want.len() + 3];

@@ -8,7 +8,7 @@ use ndarray::{Array2, ArrayRef2, ShapeBuilder, s};
 
 use super::blocking::Blocking;
 use super::driver::{self, Item};
-use super::kernel::{MicroKernel, Mr4Nv4, Mr6Nv2, Mr14Nv2};
+use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr14Nv2};
 use crate::epilogue::TileEpilogue;
 use crate::lanes::Isa;
 use crate::mode::{Exact, Fast, Mode};
@@ -137,6 +137,7 @@ fn every_loop_boundary<K: MicroKernel>(isa: Isa) {
 #[test]
 fn every_kernel_every_loop_boundary() {
     for isa in Isa::available() {
+        every_loop_boundary::<Mr4Nv6>(isa);
         every_loop_boundary::<Mr14Nv2>(isa);
         every_loop_boundary::<Mr6Nv2>(isa);
         every_loop_boundary::<Mr4Nv4>(isa);
@@ -159,6 +160,7 @@ fn production_blocking_fits<K: MicroKernel>(isa: Isa) {
 
 #[test]
 fn production_blocking_fits_the_register_file() {
+    production_blocking_fits::<Mr4Nv6>(Isa::Avx512);
     production_blocking_fits::<Mr14Nv2>(Isa::Avx512);
     production_blocking_fits::<Mr6Nv2>(Isa::Avx2);
     production_blocking_fits::<Mr6Nv2>(Isa::Sse2);
