@@ -7,7 +7,7 @@
 
 pub mod taylor;
 
-use super::{ROUND_MAGIC, horner, kernel_type, nan_where_nan, pow2i};
+use super::{ROUND_MAGIC, horner, kernel_type, nan_where_nan, pow2i, scale_normal};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -88,7 +88,8 @@ pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 #[inline(always)]
 pub fn exp_one_scale<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n) = reduce::<L, M>(l, x);
-    l.mul(p, pow2i(l, n))
+    // `p * 2^n` is normal here (see [`exp`]).
+    scale_normal(l, p, n)
 }
 
 /// The spec's `exp` as it writes it: two power-of-two factors (a subnormal result rounds
@@ -130,8 +131,10 @@ pub fn exp_in<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 #[inline(always)]
 pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n) = reduce::<L, M>(l, x);
-    let y = l.mul(p, pow2i(l, n));
-    // `y` is `exp_one_scale(x)`; `n` is needed below.
+    // `y` is `exp_one_scale(x)`, and `p * 2^n` wherever `n <= 127` and
+    // `x >= EXP_NONPOSITIVE_FLUSH` (a normal result, `p` in `[0.70, 1.42]`); the selects below
+    // replace every other lane. `n` is needed below.
+    let y = scale_normal(l, p, n);
     let in_range = l.mask_and(
         l.ge(x, l.splat(EXP_NONPOSITIVE_FLUSH)),
         l.ge(l.splat(EXP_ONE_SCALE), x),
@@ -177,7 +180,8 @@ pub fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
     let r = l.fma(n, l.splat(-LN2_LO), r);
     let q = horner::<L, crate::mode::Fast, 4>(l, r, &FAST_EXP_Q);
     let p = l.add(l.splat(1.0), l.fma(l.mul(r, r), q, r));
-    l.mul(p, pow2i(l, n_int))
+    // Normal in the whole clamp range: `exp(-87.3) > 2^-126`, `exp(88.3) < 2^128`.
+    scale_normal(l, p, n_int)
 }
 
 kernel_type!(

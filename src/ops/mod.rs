@@ -99,3 +99,13 @@ pub fn horner<L: Lanes, M: Mode, const N: usize>(l: L, x: L::F, coeffs: &[f32; N
 pub fn pow2i<L: Lanes>(l: L, k: L::I) -> L::F {
     l.from_bits(l.shl_i::<23>(l.add_i(k, l.splat_i(127))))
 }
+
+/// `p * 2^k` by adding `k` to the exponent field of `p`: `float(bits(p) + (k << 23))`, two
+/// integer operations instead of [`pow2i`]'s two and a multiply. It is the IEEE product
+/// `p * pow2i(k)`, bit for bit, wherever `p` is positive and normal and `p * 2^k` is normal: a
+/// product with a power of two is exact there, and only the exponent changes. Elsewhere
+/// (a subnormal or overflowing result), anything.
+#[inline(always)]
+pub fn scale_normal<L: Lanes>(l: L, p: L::F, k: L::I) -> L::F {
+    l.from_bits(l.add_i(l.to_bits(p), l.shl_i::<23>(k)))
+}
