@@ -239,6 +239,52 @@ mod tests {
     /// bits of the spec's two-factor form with its selects, on every 31st float of
     /// `[-87, 87]` (about 72 million values) and at the edges of the path.
     #[test]
+    fn the_exponent_field_scale_is_the_product_wherever_the_callers_use_it() {
+        use crate::lanes::Scalar;
+        use crate::mode::Exact;
+        let l = Scalar::new();
+        // Every power of two the exps use, every `p` of [0.5, 2) (a superset of the
+        // [0.70, 1.42] they produce) at a stride: where `p * 2^n` is normal the integer add is
+        // the IEEE product.
+        let mut checked = 0;
+        for n in -126..=127 {
+            for bits in (0.5f32.to_bits()..2.0f32.to_bits()).step_by(997) {
+                let p = f32::from_bits(bits);
+                let want = p * pow2i(l, n);
+                if want.is_normal() {
+                    assert_eq!(
+                        scale_normal(l, p, n).to_bits(),
+                        want.to_bits(),
+                        "{p} * 2^{n}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 250 * 16_000, "{checked}");
+        // Where the exps reach the bottom of that domain: `exp_nonpositive` from its flush
+        // point to -87 (every float), against the spec's two-factor form...
+        for bits in (-87.0f32).to_bits()..=EXP_NONPOSITIVE_FLUSH.to_bits() {
+            let x = f32::from_bits(bits);
+            assert_eq!(
+                exp_nonpositive::<Scalar, Exact>(l, x).to_bits(),
+                exp_two_factor::<Scalar, Exact>(l, x).to_bits(),
+                "exp_nonpositive({x:e})"
+            );
+        }
+        // ... and the fast exp at the ends of its clamp, where `p * 2^n` must stay normal.
+        for x in [
+            FAST_EXP_LOW,
+            FAST_EXP_LOW.next_up(),
+            FAST_EXP_HIGH,
+            FAST_EXP_HIGH.next_down(),
+        ] {
+            let y = fast_exp_in_range(l, x);
+            assert!(y.is_normal(), "fast_exp_in_range({x}) = {y:e}");
+        }
+    }
+
+    #[test]
     fn one_scale_path_equals_the_two_factor_form() {
         use crate::lanes::Scalar;
         use crate::mode::Exact;
