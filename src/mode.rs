@@ -23,6 +23,11 @@ pub trait Mode:
     /// the crate's lane types.)
     #[doc(hidden)]
     fn madd<L: Lanes>(l: L, a: L::F, b: L::F, c: L::F) -> L::F;
+
+    /// [`Mode::madd`] with `a` every lane's `*a`: the GEMM microkernel's step, which lets the
+    /// lane type fetch `*a` in the way that suits the mode ([`Lanes::mul_splat`]).
+    #[doc(hidden)]
+    fn madd_splat<L: Lanes>(l: L, a: &f32, b: L::F, c: L::F) -> L::F;
 }
 
 /// Exact mode: every output bit fixed by the spec, on every instruction set and thread count.
@@ -41,6 +46,10 @@ impl Mode for Exact {
     fn madd<L: Lanes>(l: L, a: L::F, b: L::F, c: L::F) -> L::F {
         l.add(l.mul(a, b), c)
     }
+    #[inline(always)]
+    fn madd_splat<L: Lanes>(l: L, a: &f32, b: L::F, c: L::F) -> L::F {
+        l.add(l.mul_splat(a, b), c)
+    }
 }
 
 impl Mode for Fast {
@@ -49,6 +58,12 @@ impl Mode for Fast {
     #[inline(always)]
     fn madd<L: Lanes>(l: L, a: L::F, b: L::F, c: L::F) -> L::F {
         l.fma(a, b, c)
+    }
+    #[inline(always)]
+    fn madd_splat<L: Lanes>(l: L, a: &f32, b: L::F, c: L::F) -> L::F {
+        // One register broadcast serves every FMA of the row: the FMA kernel already runs at
+        // the multiply pipes' rate, and the broadcast goes to another pipe.
+        l.fma(l.splat(*a), b, c)
     }
 }
 

@@ -3,10 +3,12 @@
 //! mode.
 //!
 //! Each element of C lives in one lane of one accumulator register for the whole call and gets
-//! `acc = M::madd(a[i][k], b[k][j], acc)` for `k = 0, 1, ...` in order: in [`crate::Exact`] the
-//! product rounded, then the sum rounded (`a*b + acc`, which is `acc + a*b`: IEEE addition is
-//! commutative); in [`crate::Fast`] one fused multiply-add. Lanes never mix, so neither the lane
-//! width nor the register blocking changes a bit.
+//! `acc = M::madd_splat(&a[i][k], b[k][j], acc)` for `k = 0, 1, ...` in order: in
+//! [`crate::Exact`] the product rounded, then the sum rounded (`a*b + acc`, which is
+//! `acc + a*b`: IEEE addition is commutative); in [`crate::Fast`] one fused multiply-add. Lanes
+//! never mix, so neither the lane width nor the register blocking changes a bit. How `a[i][k]`
+//! reaches every lane is the lane type's choice ([`crate::lanes::Lanes::mul_splat`]): a
+//! broadcast register, or on AVX-512 in exact mode a broadcast inside each multiply.
 
 use crate::lanes::Lanes;
 use crate::mode::Mode;
@@ -94,10 +96,9 @@ pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
         for (v, bv) in bv.iter_mut().enumerate() {
             *bv = l.load(&bk[v * w..]);
         }
-        for (acc, &ai) in acc.iter_mut().zip(ak) {
-            let ai = l.splat(ai);
+        for (acc, ai) in acc.iter_mut().zip(ak) {
             for (acc, &bv) in acc.iter_mut().zip(&bv) {
-                *acc = M::madd(l, ai, bv, *acc);
+                *acc = M::madd_splat(l, ai, bv, *acc);
             }
         }
     }

@@ -104,6 +104,15 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn sub(self, a: Self::F, b: Self::F) -> Self::F;
     /// `a * b`, rounded once.
     fn mul(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `*a * x`, rounded once: `mul(splat(*a), x)` with the same bits. Exists for the GEMM's
+    /// exact microkernel: AVX-512 takes the broadcast into the multiply's memory operand
+    /// (`vmulps zmm, zmm, m32{1to16}`), which the load unit does, where a broadcast register
+    /// (`vbroadcastss`) costs a slot on the FP pipes that exact mode's separate multiplies and
+    /// adds fill. Every other lane type splats and multiplies.
+    #[inline(always)]
+    fn mul_splat(self, a: &f32, x: Self::F) -> Self::F {
+        self.mul(self.splat(*a), x)
+    }
     /// `a / b`, correctly rounded (never a reciprocal estimate).
     fn div(self, a: Self::F, b: Self::F) -> Self::F;
     /// `a < b ? a : b`: the smaller, and `b` where either is NaN (x86's `minps`, on every lane
