@@ -186,3 +186,69 @@ pub trait WithLanes {
     /// Runs the computation with the lane token `l`.
     fn run<L: Lanes>(self, l: L) -> Self::Output;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Isa, Lanes, MAX_WIDTH, WithLanes};
+
+    /// `mul_splat(a, x)` against `mul(splat(a), x)` for one `a` and a register of `x`.
+    struct MulSplat {
+        a: f32,
+        x: [f32; MAX_WIDTH],
+    }
+
+    impl WithLanes for MulSplat {
+        type Output = (Vec<u32>, Vec<u32>);
+        const USES_FMA: bool = false;
+        fn run<L: Lanes>(self, l: L) -> Self::Output {
+            let x = l.load(&self.x);
+            let bits = |v: L::F| {
+                let mut out = [0f32; MAX_WIDTH];
+                l.store(v, &mut out);
+                out[..L::WIDTH].iter().map(|v| v.to_bits()).collect()
+            };
+            (
+                bits(l.mul_splat(&self.a, x)),
+                bits(l.mul(l.splat(self.a), x)),
+            )
+        }
+    }
+
+    #[test]
+    fn mul_splat_is_the_product_with_the_splat_on_every_lane_type() {
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            f32::MIN_POSITIVE,
+            1e-45,
+            -3.4e38,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            0.1,
+            7.0e-39,
+        ];
+        // Lane values: the specials, then a spread of magnitudes and signs, so products
+        // overflow, underflow into subnormals and round in every direction.
+        let mut x = [0f32; MAX_WIDTH];
+        for (i, v) in x.iter_mut().enumerate() {
+            *v = match specials.get(i) {
+                Some(&s) => s,
+                None => (i as f32 * 0.7311).exp2() * if i % 3 == 0 { -1.0 } else { 1.0 },
+            };
+        }
+        for isa in Isa::available() {
+            for &a in specials.iter().chain(&[3.0e-20, -2.7e19, 1.000_000_1]) {
+                // Each lane value in lane 0 once, so a register narrower than MAX_WIDTH sees them all.
+                for shift in 0..MAX_WIDTH {
+                    let mut xs = x;
+                    xs.rotate_left(shift);
+                    let (got, want) = isa.supported().unwrap().dispatch(MulSplat { a, x: xs });
+                    assert_eq!(got, want, "{isa:?}, a = {a:e}, rotated by {shift}");
+                }
+            }
+        }
+    }
+}
