@@ -10,9 +10,9 @@ use crate::mode::Mode;
 /// An element-wise function of the crate.
 ///
 /// In [`crate::Exact`] every one is the spec's algorithm (SiLU is the crate's `x * sigmoid(x)`).
-/// In [`crate::Fast`], every exp, alone or inside an operator (sigmoid, tanh, SiLU, GELU tanh,
-/// `1 + erf`), is the fast degree-3 exp; `Erf` is a fitted rational and `GeluErf` the rational
-/// GELU; the rest of each algorithm is the accurate one with fused multiply-adds.
+/// In [`crate::Fast`], every exp, alone or inside an operator (sigmoid, SiLU, GELU tanh,
+/// `1 + erf`), is the fast degree-3 exp; `Erf` and `Tanh` are fitted rationals and `GeluErf`
+/// the rational GELU; the rest of each algorithm is the accurate one with fused multiply-adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Func {
     /// `e^x`.
@@ -85,7 +85,8 @@ impl Func {
             (Func::ExpNonPositive, false) => v.visit::<exp::ExpNonPositive<M>>(),
             (Func::Log, _) => v.visit::<log::Log<M>>(),
             (Func::Sigmoid, _) => v.visit::<sigmoid::Sigmoid<M>>(),
-            (Func::Tanh, _) => v.visit::<tanh::Tanh<M>>(),
+            (Func::Tanh, true) => v.visit::<tanh::TanhRational>(),
+            (Func::Tanh, false) => v.visit::<tanh::Tanh<M>>(),
             (Func::Erf, true) => v.visit::<erf::ErfRational>(),
             (Func::Erf, false) => v.visit::<erf::Erf<M>>(),
             (Func::OnePlusErf, _) => v.visit::<erf::OnePlusErf<M>>(),

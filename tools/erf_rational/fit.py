@@ -1,21 +1,23 @@
-"""Minimax fit of the rational erf used by fast mode's `erf` and `1 + erf`.
+"""Minimax fit of the rationals of fast mode's `erf` (and `1 + erf`) and `tanh`.
 
     c = min(|x|, CMAX); z = c*c
-    erf(x) ~= copysign(min(c * P(z) / Q(z), 1), x),  Q(0) = 1
+    f(x) ~= copysign(min(c * P(z) / Q(z), 1), x),  Q(0) = 1,  f = erf or tanh
 
 minimising the *relative* error max |c*P(c^2)/Q(c^2) - erf(c)| / erf(c) over c in
 (0, CMAX]: erf(x) = x * R(x^2), so this is the relative error of R(z) against
 h(z) = erf(sqrt z)/sqrt z, a smooth function of z with h(0) = 2/sqrt(pi).
 A relative fit keeps the ulp error flat down to 0 (an absolute fit, like the
 GELU's, lets the relative error near 0 grow), and CMAX = 3.92 is where erf
-rounds to 1 in f32 (erf(3.9192) = 1 - 2^-25).
+rounds to 1 in f32 (erf(3.9192) = 1 - 2^-25). tanh is fitted the same way,
+against h(z) = tanh(sqrt z)/sqrt z with h(0) = 1, up to CMAX = 9.02 (tanh
+rounds to 1 in f32 from 9.011 on).
 
 Method (as tools/gelu_rational/fit.py, with the weight 1/h): Lawson-weighted
 linearised least squares on a grid, then rational Remez (Newton on the
 equioscillation equations, in mpmath), the reference moved to the extrema of
 the relative error on a dense grid. The fit works in t = z / ZMAX.
 
-Usage: fit.py [NP NQ]   (degrees of P and Q in z; default 4 4)
+Usage: fit.py [erf|tanh] [NP NQ]   (default erf; degrees of P and Q in z, default 4 4)
 """
 import os
 import sys
@@ -27,17 +29,22 @@ import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
 mpmath.mp.dps = 40
-NP, NQ = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (4, 4)
+ARGS = sys.argv[1:]
+FUNC = ARGS.pop(0) if ARGS and ARGS[0] in ("erf", "tanh") else "erf"
+NP, NQ = (int(ARGS[0]), int(ARGS[1])) if len(ARGS) > 1 else (4, 4)
 NFREE = (NP + 1) + NQ
-CMAX = float(np.float32(3.92))
+# Where the function rounds to 1 in f32 (the clamp), its mpmath form, and its value at 0 / c.
+CMAX = float(np.float32({"erf": 3.92, "tanh": 9.02}[FUNC]))
+F_MP = {"erf": mpmath.erf, "tanh": mpmath.tanh}[FUNC]
+H0 = {"erf": 2 / mpmath.sqrt(mpmath.pi), "tanh": mpmath.mpf(1)}[FUNC]
 ZMAX = CMAX * CMAX
 GRID = 200_001
 
 
 def h_mp(c):
-    """erf(c)/c in mpmath, 2/sqrt(pi) at 0."""
+    """f(c)/c in mpmath (erf: 2/sqrt(pi) at 0; tanh: 1)."""
     c = mpmath.mpf(c)
-    return 2 / mpmath.sqrt(mpmath.pi) if c == 0 else mpmath.erf(c) / c
+    return H0 if c == 0 else F_MP(c) / c
 
 
 def h_ref(c):
@@ -176,14 +183,16 @@ def main():
         return np.max(np.abs(r / f - 1))
     e_exact = rel(pz, qz)
     e_round = rel(p32.astype(np.float64), q32.astype(np.float64))
-    erf_ref = np.array([float(mpmath.erf(float(x))) for x in c[1:]])
-    e_ulp = np.max(ulp_err(eval_f32(p32, q32, c32[1:]), erf_ref))
+    f_ref = np.array([float(F_MP(float(x))) for x in c[1:]])
+    e_ulp = ulp_err(eval_f32(p32, q32, c32[1:]), f_ref)
+    worst = c32[1:][np.argmax(e_ulp)]
+    e_ulp = np.max(e_ulp)
 
     print()
-    print(f"degrees P {NP}, Q {NQ}; c in [0, {CMAX}], z in [0, {ZMAX:.4f}]; {GRID} grid points")
+    print(f"{FUNC}: degrees P {NP}, Q {NQ}; c in [0, {CMAX}], z in [0, {ZMAX:.4f}]; {GRID} grid points")
     print(f"max relative error, exact arithmetic, fitted coefficients : {e_exact:.4e}")
     print(f"max relative error, exact arithmetic, f32 coefficients    : {e_round:.4e}")
-    print(f"max error of the f32 evaluation (fma Horner, c*P/Q)        : {e_ulp:.3f} ulp")
+    print(f"max error of the f32 evaluation (fma Horner, c*P/Q)        : {e_ulp:.3f} ulp at {worst}")
     print(f"min Q(z) on [0, ZMAX]                                      : {qmin:.6g}")
     print()
 
@@ -196,10 +205,11 @@ def main():
         return ", ".join("0x%08x" % x for x in v.view(np.uint32))
 
     P_hi, Q_hi = p32[::-1], q32[::-1]
-    for name, v in (("P", P_hi), ("Q", Q_hi)):
-        print(f"// ERF_FAST_{name} f32 bits: [{hexes(v)}]")
-    print(f"pub const ERF_FAST_P: [f32; {NP + 1}] = [{', '.join(lit(v) for v in P_hi)}];")
-    print(f"pub const ERF_FAST_Q: [f32; {NQ + 1}] = [{', '.join(lit(v) for v in Q_hi)}];")
+    name = FUNC.upper()
+    for half, v in (("P", P_hi), ("Q", Q_hi)):
+        print(f"// {name}_FAST_{half} f32 bits: [{hexes(v)}]")
+    print(f"pub const {name}_FAST_P: [f32; {NP + 1}] = [{', '.join(lit(v) for v in P_hi)}];")
+    print(f"pub const {name}_FAST_Q: [f32; {NQ + 1}] = [{', '.join(lit(v) for v in Q_hi)}];")
 
 
 if __name__ == "__main__":
