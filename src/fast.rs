@@ -36,11 +36,11 @@ pub fn exp(x: f32) -> f32 {
 scalar_fns! { Fast;
     /// Natural logarithm, the exact algorithm with fused multiply-adds.
     log => ops::log::log;
-    /// Sigmoid: `s = fast_exp(-|x|)`, `1/(1+s)` or `s/(1+s)`; `+0` below `-87.3`.
+    /// Sigmoid: `1 / (1 + fast_exp(-x))`; `+0` below `-87.3`.
     sigmoid => ops::sigmoid::sigmoid;
-    /// GELU, tanh form: `x * sigmoid(2u)` with the fast sigmoid.
+    /// GELU, tanh form: `x * sigmoid(2u)` as `x / (1 + fast_exp(-2u))`.
     gelu_tanh => ops::gelu::gelu_tanh;
-    /// SiLU, `x * sigmoid(x)` with the fast sigmoid.
+    /// SiLU, `x * sigmoid(x)` as `x / (1 + fast_exp(-x))`; `-0` below `-87.3`.
     silu => ops::silu::silu;
     /// `1 + erf(x)`, the exact algorithm (no cancellation for negative `x`) with fused
     /// multiply-adds and the fast exp.

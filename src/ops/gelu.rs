@@ -2,7 +2,7 @@
 //! erf form fast mode uses (spec, "Fast-mode erf GELU").
 
 use super::erf::one_plus_erf;
-use super::sigmoid::sigmoid_of_number;
+use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
 use super::{horner, kernel_type, nan_where_nan};
 use crate::lanes::Lanes;
 use crate::mode::{Fast, Mode};
@@ -44,6 +44,12 @@ pub fn gelu_tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let cube = l.mul(l.mul(x, x), x);
     let inner = M::madd(l, l.splat(GELU_TANH_CUBIC), cube, x);
     let u = l.mul(l.splat(SQRT_2_OVER_PI), inner);
+    if M::FAST {
+        // `x / (1 + e^-2u)`; a clean register has only finite `x` (an infinite or NaN `x`
+        // makes `2u` infinite or NaN), so no special value to place.
+        let (g, clean) = fast_over_one_plus_exp_neg(l, x, l.add(u, u));
+        return if clean { g } else { gelu_specials(l, x, g) };
+    }
     // `2u` is NaN only where `x` is, and `gelu_specials` places the NaN there.
     let g = l.mul(x, sigmoid_of_number::<L, M>(l, l.add(u, u)));
     gelu_specials(l, x, g)

@@ -1,16 +1,45 @@
 //! `sigmoid(x) = 1 / (1 + e^-x)` (spec, "sigmoid(x)"): `s = exp(-|x|)`, then `1/(1+s)` or
-//! `s/(1+s)` by the sign, so nothing overflows or cancels. Bound: 2.5 ulp. Fast mode: the same
-//! formula on the fast exp ([`exp_in`]).
+//! `s/(1+s)` by the sign, so nothing overflows or cancels. Bound: 2.5 ulp. Fast mode:
+//! `1 / (1 + e^-x)` itself on the fast exp ([`fast_over_one_plus_exp_neg`]), whose clamp keeps
+//! `e^-x` finite.
 
-use super::exp::exp_in;
-use super::{abs, kernel_type, nan_where_nan};
+use super::exp::{FAST_EXP_LOW, exp_in, fast_exp, fast_exp_in_range};
+use super::{abs, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
 /// `sigmoid(x)`; canonical NaN for NaN. Fast mode: `+0` below `-87.3` (the fast exp's clamp).
 #[inline(always)]
 pub fn sigmoid<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    if M::FAST {
+        let (y, clean) = fast_over_one_plus_exp_neg(l, l.splat(1.0), x);
+        return if clean { y } else { nan_where_nan(l, x, y) };
+    }
     nan_where_nan(l, x, sigmoid_of_number::<L, M>(l, x))
+}
+
+/// Fast mode's `x * sigmoid(z)` as `x / (1 + e^-z)` on the fast exp (the sigmoid itself with
+/// `x = 1`; SiLU with `z = x`; the tanh form of GELU with `z = 2u`), and whether the register
+/// was *clean*: every `-z` within `[-87.3, 87.3]`, so no NaN and no special value anywhere.
+///
+/// A clean register (the usual case) takes the fast exp's select-free form and nothing else:
+/// one range test, the exp, an add and a division, where the spec's form `s = e^-|z|`,
+/// `1/(1+s)` or `s/(1+s)` by the sign, times `x`, adds an absolute value, a compare, a select
+/// and a multiply (and every caller its own test for special values). Beyond the range: the
+/// fast exp clamps `-z` at 88.3 (`e^-z` stays finite, so nothing overflows), and below
+/// `z = -87.3`, where the fast exp of `z` would flush to `+0`, the result is `x * (+0)`, a zero
+/// with the sign of `x` (also for `x = -inf`). NaN lanes give a NaN (the caller places the
+/// canonical one; a clean register has none).
+#[inline(always)]
+pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bool) {
+    let nz = l.sub(l.splat(0.0), z);
+    let one = l.splat(1.0);
+    let limit = l.splat(-FAST_EXP_LOW);
+    if l.all(l.mask_and(l.ge(nz, l.splat(FAST_EXP_LOW)), l.ge(limit, nz))) {
+        return (l.div(x, l.add(one, fast_exp_in_range(l, nz))), true);
+    }
+    let y = l.div(x, l.add(one, fast_exp(l, nz)));
+    (l.select(l.gt(nz, limit), sign_bit(l, x), y), false)
 }
 
 /// [`sigmoid`] where `x` is not NaN (a NaN lane gets an unspecified value).
@@ -26,3 +55,77 @@ kernel_type!(
     /// Kernel of [`sigmoid`].
     Sigmoid => sigmoid
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::{Isa, WithLanes};
+
+    /// `x / (1 + e^-z)` of every `(x, z)` twice: on a register of that pair alone (the clean
+    /// form where `-z` is in range) and on a register whose first lane is NaN (always the
+    /// clamped form with its select), as bit pairs.
+    struct BothPaths<'a>(&'a [(f32, f32)]);
+
+    impl WithLanes for BothPaths<'_> {
+        type Output = Vec<(u32, u32, bool)>;
+        const USES_FMA: bool = true;
+        fn run<L: Lanes>(self, l: L) -> Self::Output {
+            let lane = |v: L::F, i: usize| {
+                let mut out = [0f32; 16];
+                l.store(v, &mut out);
+                out[i].to_bits()
+            };
+            self.0
+                .iter()
+                .map(|&(x, z)| {
+                    let (alone, clean) = fast_over_one_plus_exp_neg(l, l.splat(x), l.splat(z));
+                    let mut zs = [z; 16];
+                    zs[0] = f32::NAN;
+                    let (beside_nan, dirty) =
+                        fast_over_one_plus_exp_neg(l, l.splat(x), l.load(&zs));
+                    if L::WIDTH == 1 {
+                        // One lane: no register beside a NaN; compare the form with itself.
+                        return (lane(alone, 0), lane(alone, 0), clean);
+                    }
+                    assert!(!dirty, "a NaN lane takes the clamped form");
+                    (lane(alone, 0), lane(beside_nan, 1), clean)
+                })
+                .collect()
+        }
+    }
+
+    /// The clean form is the clamped form wherever it runs (every float of `[87.2, 88.4]`, both
+    /// signs, and a sparse sweep of all floats; on every lane type wider than one), and the clamped form flushes to a zero with
+    /// the sign of `x` exactly below `z = -87.3`, as the fast exp of `z` does; `x` in
+    /// `{1, z, -3.5}` (the sigmoid, SiLU, a GELU-like factor).
+    #[test]
+    fn the_clean_form_is_the_clamped_form_and_the_flush_is_at_the_exp_limit() {
+        let (lo, hi) = (87.2f32.to_bits(), 88.4f32.to_bits());
+        let zs: Vec<f32> = (lo..=hi)
+            .flat_map(|b| [b, b | 0x8000_0000])
+            .chain((0..=u32::MAX).step_by(65_521))
+            .map(f32::from_bits)
+            .filter(|z| !z.is_nan())
+            .collect();
+        let pairs: Vec<(f32, f32)> = zs
+            .iter()
+            .flat_map(|&z| [(1.0, z), (z, z), (-3.5, z)])
+            .collect();
+        for isa in Isa::available() {
+            let out = isa.supported().unwrap().dispatch(BothPaths(&pairs));
+            for (&(x, z), (alone, beside_nan, clean)) in pairs.iter().zip(out) {
+                assert_eq!(alone, beside_nan, "{isa}: x {x:e}, z {z:e}");
+                assert_eq!(clean, (-z).abs() <= 87.3, "{isa}: z {z:e}");
+                if z < FAST_EXP_LOW {
+                    assert_eq!(
+                        alone,
+                        (x.to_bits() & 0x8000_0000),
+                        "{isa}: x {x:e}, z {z:e}"
+                    );
+                } else if x.abs() >= 1e-30 {
+                    assert_ne!(alone & 0x7FFF_FFFF, 0, "{isa}: x {x:e}, z {z:e}");
+                }
+            }
+        }
+    }
+}
