@@ -397,7 +397,7 @@ impl<M: Mode> Session<M> {
             }
         }
         let inner = Session::<M> {
-            pool: None,
+            pool: super::Threads::Caller,
             parallel_threshold: usize::MAX,
             ..self.clone()
         };

@@ -43,10 +43,22 @@ pub(crate) const CONVERT_CHUNK: usize = 4096;
 /// ```
 pub struct Session<M: Mode> {
     isa: Supported,
-    pool: Option<Arc<rayon::ThreadPool>>,
+    pool: Threads,
     parallel_threshold: usize,
     masked_row: MaskedRow,
     mode: PhantomData<M>,
+}
+
+/// Where a session's work runs.
+#[derive(Clone)]
+pub(crate) enum Threads {
+    /// The caller's current rayon pool (the default).
+    Caller,
+    /// The calling thread alone (`with_threads(1)`): no pool, so no work is handed to another
+    /// thread and back on every call.
+    One,
+    /// A pool of the session's own.
+    Pool(Arc<rayon::ThreadPool>),
 }
 
 impl<M: Mode> Clone for Session<M> {
@@ -68,7 +80,11 @@ impl<M: Mode> fmt::Debug for Session<M> {
             .field("isa", &self.isa)
             .field(
                 "threads",
-                &self.pool.as_ref().map(|p| p.current_num_threads()),
+                &match &self.pool {
+                    Threads::Caller => None,
+                    Threads::One => Some(1),
+                    Threads::Pool(p) => Some(p.current_num_threads()),
+                },
             )
             .field("parallel_threshold", &self.parallel_threshold)
             .field("masked_row", &self.masked_row)
@@ -118,7 +134,7 @@ impl<M: Mode> Session<M> {
     fn on(isa: Supported) -> Self {
         Session {
             isa,
-            pool: None,
+            pool: Threads::Caller,
             parallel_threshold: Self::DEFAULT_PARALLEL_THRESHOLD,
             masked_row: MaskedRow::Zero,
             mode: PhantomData,
@@ -134,19 +150,28 @@ impl<M: Mode> Session<M> {
     }
 
     /// The same session with its own rayon pool of `threads` threads (by default a session runs
-    /// in the caller's current pool). Results never depend on the number of threads.
+    /// in the caller's current pool); with one thread, everything runs on the calling thread
+    /// and no pool is made. Results never depend on the number of threads.
     pub fn with_threads(self, threads: usize) -> Result<Self, Error> {
         if threads == 0 {
             return Err(Error::InvalidArgument(
                 "a session needs at least one thread".into(),
             ));
         }
+        if threads == 1 {
+            // A pool of one would add a hand-over to its thread and back to every call (a
+            // sleep and a wake-up), 3-8% of a softmax of 1M elements.
+            return Ok(Session {
+                pool: Threads::One,
+                ..self
+            });
+        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .map_err(|e| Error::ThreadPool(e.to_string()))?;
         Ok(Session {
-            pool: Some(Arc::new(pool)),
+            pool: Threads::Pool(Arc::new(pool)),
             ..self
         })
     }
@@ -175,17 +200,19 @@ impl<M: Mode> Session<M> {
         M::NAME
     }
 
-    /// Runs `f` in the session's pool, or on the caller's pool if it has none.
+    /// Runs `f` in the session's pool, or on the calling thread (in the caller's pool, if any)
+    /// if it has none.
     pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
-            Some(pool) => pool.install(f),
-            None => f(),
+            Threads::Pool(pool) => pool.install(f),
+            Threads::Caller | Threads::One => f(),
         }
     }
 
-    /// Whether work on `elements` elements should be split across threads.
+    /// Whether work on `elements` elements should be split across threads: never on a
+    /// one-thread session.
     pub(crate) fn parallel(&self, elements: usize) -> bool {
-        elements >= self.parallel_threshold
+        !matches!(self.pool, Threads::One) && elements >= self.parallel_threshold
     }
 
     /// The slice kernel of `func` in place on `f32` data, on the session's instruction set.
