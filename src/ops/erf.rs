@@ -10,7 +10,7 @@
 //! steps and the fast exp.
 
 use super::exp::exp_in;
-use super::{abs, horner, kernel_type, nan_where_nan, sign_bit};
+use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -178,17 +178,10 @@ kernel_type!(
     OnePlusErf => one_plus_erf
 );
 
-/// Kernel of [`erf_rational`] (always fused).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ErfRational;
-
-impl super::Kernel for ErfRational {
-    const USES_FMA: bool = true;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        erf_rational(l, x)
-    }
-}
+fused_kernel_type!(
+    /// Kernel of [`erf_rational`] (always fused).
+    ErfRational => erf_rational
+);
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,9 @@
 
 pub mod taylor;
 
-use super::{ROUND_MAGIC, horner, kernel_type, nan_where_nan, pow2i, scale_normal};
+use super::{
+    ROUND_MAGIC, fused_kernel_type, horner, kernel_type, nan_where_nan, pow2i, scale_normal,
+};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -192,17 +194,10 @@ kernel_type!(
     /// Kernel of [`exp_nonpositive`].
     ExpNonPositive => exp_nonpositive
 );
-/// Kernel of [`fast_exp`] (always fused).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FastExp;
-
-impl super::Kernel for FastExp {
-    const USES_FMA: bool = true;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        fast_exp(l, x)
-    }
-}
+fused_kernel_type!(
+    /// Kernel of [`fast_exp`] (always fused).
+    FastExp => fast_exp
+);
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 
 use super::erf::one_plus_erf;
 use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
-use super::{horner, kernel_type, nan_where_nan};
+use super::{fused_kernel_type, horner, kernel_type, nan_where_nan};
 use crate::lanes::Lanes;
 use crate::mode::{Fast, Mode};
 
@@ -109,17 +109,10 @@ fn gelu_rational_core<L: Lanes>(l: L, x: L::F, c: L::F) -> L::F {
     l.mul(l.mul(l.splat(0.5), x), l.add(l.splat(1.0), erf))
 }
 
-/// Kernel of [`gelu_erf_rational`] (always fused).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GeluRational;
-
-impl super::Kernel for GeluRational {
-    const USES_FMA: bool = true;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        gelu_erf_rational(l, x)
-    }
-}
+fused_kernel_type!(
+    /// Kernel of [`gelu_erf_rational`] (always fused).
+    GeluRational => gelu_erf_rational
+);
 
 kernel_type!(
     /// Kernel of [`gelu_erf`].

@@ -59,6 +59,24 @@ macro_rules! kernel_type {
 }
 pub(crate) use kernel_type;
 
+/// Declares the kernel type `$name` of `$func`, a fast-mode-only function (no mode parameter,
+/// always fused): the fast exp and the fitted rationals.
+macro_rules! fused_kernel_type {
+    ($(#[$doc:meta])* $name:ident => $func:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+        impl $crate::ops::Kernel for $name {
+            const USES_FMA: bool = true;
+            #[inline(always)]
+            fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
+                $func(l, x)
+            }
+        }
+    };
+}
+pub(crate) use fused_kernel_type;
+
 /// The canonical quiet NaN, `0x7FC00000`: every NaN result of the crate.
 pub const CANONICAL_NAN: f32 = f32::from_bits(0x7FC0_0000);
 

@@ -7,7 +7,7 @@
 //! lanes nearly always needs both of its branches.)
 
 use super::exp::exp_in;
-use super::{abs, horner, kernel_type, nan_where_nan, sign_bit};
+use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -104,17 +104,10 @@ pub fn tanh_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     nan_where_nan(l, x, y)
 }
 
-/// Kernel of [`tanh_rational`] (always fused).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TanhRational;
-
-impl super::Kernel for TanhRational {
-    const USES_FMA: bool = true;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        tanh_rational(l, x)
-    }
-}
+fused_kernel_type!(
+    /// Kernel of [`tanh_rational`] (always fused).
+    TanhRational => tanh_rational
+);
 
 #[cfg(test)]
 mod tests {
