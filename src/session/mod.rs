@@ -231,3 +231,32 @@ fn _assert_send_sync() {
     is::<Session<Exact>>();
     is::<Session<Fast>>();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-thread session runs its work on the calling thread (never a pool thread of its
+    /// own) and never takes the parallel path; a session of two threads runs in its pool.
+    #[test]
+    fn a_one_thread_session_stays_on_the_calling_thread() {
+        let one = Session::exact().with_threads(1).unwrap();
+        assert!(!one.parallel(usize::MAX));
+        assert_eq!(one.install(rayon::current_thread_index), None);
+        let outer = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (caller, inside) = outer.install(|| {
+            (
+                rayon::current_thread_index(),
+                one.install(rayon::current_thread_index),
+            )
+        });
+        assert_eq!(inside, caller);
+        let two = Session::exact().with_threads(2).unwrap();
+        assert!(two.parallel(two.parallel_threshold()));
+        assert!(two.install(rayon::current_thread_index).is_some());
+        assert!(format!("{one:?}").contains("threads: Some(1)"));
+    }
+}

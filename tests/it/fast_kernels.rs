@@ -162,19 +162,25 @@ fn fast_forms_meet_their_published_bounds_on_a_strided_sweep() {
     }
 }
 
+/// A fast rational of an odd function that rounds to 1 in f32 (erf, tanh) on every 4099th
+/// float of `[0, hi]`: odd to the bit, never above 1, and exactly 1 from `clamp` on.
+fn odd_below_one_and_one_from(name: &str, f: fn(f32) -> f32, clamp: f32, hi: f32) {
+    for x in float_range(0.0, hi, 4099) {
+        let y = f(x);
+        assert!(y <= 1.0, "{name}({x}) = {y}");
+        assert_eq!(f(-x).to_bits(), (-y).to_bits(), "{name}(-{x})");
+        if x >= clamp {
+            assert_eq!(y, 1.0, "{name}({x})");
+        }
+    }
+    assert_eq!(f(-0.0).to_bits(), 0x8000_0000, "{name}(-0)");
+    assert_eq!(f(f32::NEG_INFINITY), -1.0, "{name}(-inf)");
+}
+
 /// The rational erf: odd, `+-1` from the clamp on and never above 1, and the fit's zero.
 #[test]
 fn fast_erf_is_odd_and_reaches_one_at_its_clamp() {
-    for x in float_range(0.0, 8.0, 4099) {
-        let y = fast::erf(x);
-        assert!(y <= 1.0, "erf({x}) = {y}");
-        assert_eq!(fast::erf(-x).to_bits(), (-y).to_bits(), "erf(-{x})");
-        if x >= 3.92 {
-            assert_eq!(y, 1.0, "erf({x})");
-        }
-    }
-    assert_eq!(fast::erf(-0.0).to_bits(), 0x8000_0000);
-    assert_eq!(fast::erf(f32::NEG_INFINITY), -1.0);
+    odd_below_one_and_one_from("erf", fast::erf, 3.92, 8.0);
 }
 
 /// The rational tanh: odd, never above 1, `+-1` from its clamp on, `x` itself where `x*x`
@@ -182,17 +188,9 @@ fn fast_erf_is_odd_and_reaches_one_at_its_clamp() {
 /// neighbouring results there; the bound is pinned by the strided sweep above.)
 #[test]
 fn fast_tanh_is_odd_and_reaches_one_at_its_clamp() {
-    for x in float_range(0.0, 12.0, 4099) {
-        let y = fast::tanh(x);
-        assert!(y <= 1.0, "tanh({x}) = {y}");
-        assert_eq!(fast::tanh(-x).to_bits(), (-y).to_bits(), "tanh(-{x})");
-        if x >= 9.02 {
-            assert_eq!(y, 1.0, "tanh({x})");
-        }
-    }
+    odd_below_one_and_one_from("tanh", fast::tanh, 9.02, 12.0);
     for x in [1e-30f32, 1e-20, f32::MIN_POSITIVE, 1e-45] {
         assert_eq!(fast::tanh(x), x);
     }
     assert_eq!(fast::tanh(f32::MAX), 1.0);
-    assert_eq!(fast::tanh(f32::NEG_INFINITY), -1.0);
 }

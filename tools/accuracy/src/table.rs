@@ -340,8 +340,8 @@ pub const FAST_SILU_BOUND: f64 = 3.5;
 pub const TAILS: ((f32, f32), (f32, f32)) = ((-6.0, -3.0), (-12.0, -6.0));
 /// Fast mode's far tail of the tanh form of GELU stops at `-9.9`, and its wide sigmoid and SiLU
 /// rows at `-87`, like the fast exp's: the fast exp flushes to `+0` below `-87.3` (a result
-/// under `2^-126`), where an error in ulps of a subnormal says nothing. At `x = -9.9` the
-/// exp's argument `-2u` is `-85.0`.
+/// under `2^-126`), where an error in ulps of a subnormal says nothing; fast GELU tanh gives
+/// `-0` where `2u < -87.3`, the same limit. At `x = -9.9`, `2u` is `-85.0`.
 pub const FAST_GELU_TANH_FAR_TAIL: (f32, f32) = (-9.9, -6.0);
 
 /// The rows of fast mode: the fast exp alone and inside every operator, the fused log, the
