@@ -74,6 +74,7 @@ impl Isa {
                 std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
+                    && std::arch::is_x86_feature_detected!("popcnt")
             }
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,

@@ -164,6 +164,65 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn shl_i<const N: i32>(self, a: Self::I) -> Self::I;
     /// `a >> N` (arithmetic).
     fn sra_i<const N: i32>(self, a: Self::I) -> Self::I;
+
+    /// Whether [`Lanes::compress`] and [`Lanes::expand`] are single instructions (AVX-512's
+    /// `vcompressps` and `vexpandps`), cheap enough for a kernel to gather the lanes of each
+    /// region of its algorithm into dense registers. Elsewhere they are lane-by-lane loops,
+    /// correct but slow.
+    const COMPRESSES: bool = false;
+
+    /// Writes the lanes of `v` where `m` is set to the front of `dst`, in lane order, and
+    /// returns how many there are. `dst` holds at least `WIDTH` values; those after the count
+    /// get anything.
+    #[inline(always)]
+    fn compress(self, v: Self::F, m: Self::M, dst: &mut [f32]) -> usize {
+        let (values, set) = (self.lanes_of(v), self.lanes_of(self.mask_as_ones(m)));
+        let mut n = 0;
+        for (&v, &s) in values.iter().zip(&set).take(Self::WIDTH) {
+            if s != 0.0 {
+                dst[n] = v;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// The register whose lanes where `m` is set take `src[0]`, `src[1]`, ... in lane order,
+    /// and whose other lanes are `b`'s: the inverse of [`Lanes::compress`]. `src` holds at least
+    /// `WIDTH` values.
+    #[inline(always)]
+    fn expand(self, src: &[f32], m: Self::M, b: Self::F) -> Self::F {
+        let (mut values, set) = (self.lanes_of(b), self.lanes_of(self.mask_as_ones(m)));
+        let mut n = 0;
+        for (v, &s) in values.iter_mut().zip(&set).take(Self::WIDTH) {
+            if s != 0.0 {
+                *v = src[n];
+                n += 1;
+            }
+        }
+        self.load(&values)
+    }
+
+    /// How many lanes `m` sets.
+    #[inline(always)]
+    fn count(self, m: Self::M) -> usize {
+        let set = self.lanes_of(self.mask_as_ones(m));
+        set[..Self::WIDTH].iter().filter(|&&s| s != 0.0).count()
+    }
+
+    /// The lanes of `v`, in the first `WIDTH` entries.
+    #[inline(always)]
+    fn lanes_of(self, v: Self::F) -> [f32; MAX_WIDTH] {
+        let mut out = [0f32; MAX_WIDTH];
+        self.store(v, &mut out);
+        out
+    }
+
+    /// `1` where `m` is set, `0` elsewhere.
+    #[inline(always)]
+    fn mask_as_ones(self, m: Self::M) -> Self::F {
+        self.select(m, self.splat(1.0), self.splat(0.0))
+    }
 }
 
 /// A computation generic over the lane type, run by [`Supported::dispatch`] on one instruction

@@ -467,6 +467,24 @@ impl Lanes for Avx512 {
     fn sra_i<const N: i32>(self, a: __m512i) -> __m512i {
         proven!(_mm512_sra_epi32(a, _mm_cvtsi32_si128(N)))
     }
+
+    const COMPRESSES: bool = true;
+
+    #[inline(always)]
+    fn compress(self, v: __m512, m: __mmask16, dst: &mut [f32]) -> usize {
+        // The register form, then a whole store: the form that stores straight to memory is
+        // microcoded and slow on Zen 4.
+        self.store(proven!(_mm512_maskz_compress_ps(m, v)), dst);
+        m.count_ones() as usize
+    }
+    #[inline(always)]
+    fn count(self, m: __mmask16) -> usize {
+        m.count_ones() as usize
+    }
+    #[inline(always)]
+    fn expand(self, src: &[f32], m: __mmask16, b: __m512) -> __m512 {
+        proven!(_mm512_mask_expand_ps(b, m, self.load(src)))
+    }
 }
 
 /// Runs `op` with one-lane scalar code compiled with FMA enabled, so `f32::mul_add` is one
@@ -531,8 +549,8 @@ pub(super) unsafe fn run_avx2<O: WithLanes>(op: O) -> O::Output {
 /// Runs `op` on 512-bit lanes.
 ///
 /// # Safety
-/// The CPU must have AVX-512F, AVX2 and FMA.
-#[target_feature(enable = "avx512f,avx2,fma")]
+/// The CPU must have AVX-512F, AVX2, FMA and POPCNT.
+#[target_feature(enable = "avx512f,avx2,fma,popcnt")]
 pub(super) unsafe fn run_avx512<O: WithLanes>(op: O) -> O::Output {
     op.run(Avx512(()))
 }
