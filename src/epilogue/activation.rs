@@ -19,7 +19,7 @@ use crate::mode::{Mode, compiled_once_per_mode};
 use crate::ops::Kernel;
 use crate::ops::func::Func;
 use crate::ops::func::KernelVisitor;
-use crate::ops::map::{map_lanes_in_place, map_slice_in_place};
+use crate::ops::map::map_slice_in_place;
 use crate::rows::with_row_mut;
 
 /// Applies an element-wise function of the crate to every element, in mode `M` on one
@@ -215,7 +215,7 @@ impl<K: Kernel> WithLanes for ActivationRows<'_, '_, K> {
             if let Some((bias, row0, col0)) = self.bias {
                 bias.add_row(data, i, row0, col0);
             }
-            map_lanes_in_place::<L, K>(l, data);
+            K::map(l, None, data);
         }
     }
 }

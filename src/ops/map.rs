@@ -102,10 +102,7 @@ impl<K: Kernel> WithLanes for MapSlice<'_, K> {
     const USES_FMA: bool = K::USES_FMA;
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) {
-        match self.src {
-            Some(src) => map_lanes::<L, K>(l, src, self.dst),
-            None => map_lanes_in_place::<L, K>(l, self.dst),
-        }
+        K::map(l, self.src, self.dst)
     }
 }
 

@@ -25,6 +25,7 @@ pub mod map;
 pub mod nan;
 pub mod norm;
 pub mod reduce;
+pub mod regions;
 pub mod sigmoid;
 pub mod silu;
 pub mod softmax;
@@ -35,11 +36,21 @@ use crate::mode::Mode;
 
 /// An element-wise function over one register of lanes, passed to the drivers as a type so
 /// that it inlines into the instruction set's trampoline.
-pub trait Kernel: Send + Sync + 'static {
+pub trait Kernel: Sized + Send + Sync + 'static {
     /// Whether the kernel calls [`Lanes::fma`].
     const USES_FMA: bool;
     /// The function, lane by lane.
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F;
+    /// `dst = f(src)` over a slice (equal lengths), or `dst = f(dst)` in place when `src` is
+    /// `None`: [`map::map_lanes`] (a register group at a time) unless the kernel has a faster
+    /// way to the same bits.
+    #[inline(always)]
+    fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
+        match src {
+            Some(src) => map::map_lanes::<L, Self>(l, src, dst),
+            None => map::map_lanes_in_place::<L, Self>(l, dst),
+        }
+    }
 }
 
 /// Declares a zero-sized kernel type for an `fn<L, M>(l, x)` operator.
@@ -58,6 +69,36 @@ macro_rules! kernel_type {
     };
 }
 pub(crate) use kernel_type;
+
+/// Declares a zero-sized kernel type for a [`regions::TwoRegions`] function: register by
+/// register in [`Kernel::apply`], region by region over a slice in exact mode
+/// ([`regions::map_by_regions`]; fast mode keeps the register form).
+macro_rules! regions_kernel_type {
+    ($(#[$doc:meta])* $name:ident => $regions:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name<M>(core::marker::PhantomData<M>);
+        impl<M: $crate::mode::Mode> $crate::ops::Kernel for $name<M> {
+            const USES_FMA: bool = M::FAST;
+            #[inline(always)]
+            fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
+                <$regions<M> as $crate::ops::regions::TwoRegions>::apply(l, x)
+            }
+            #[inline(always)]
+            fn map<L: $crate::lanes::Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
+                if M::FAST {
+                    match src {
+                        Some(src) => $crate::ops::map::map_lanes::<L, Self>(l, src, dst),
+                        None => $crate::ops::map::map_lanes_in_place::<L, Self>(l, dst),
+                    }
+                } else {
+                    $crate::ops::regions::map_by_regions::<L, $regions<M>>(l, src, dst)
+                }
+            }
+        }
+    };
+}
+pub(crate) use regions_kernel_type;
 
 /// Declares the kernel type `$name` of `$func`, a fast-mode-only function (no mode parameter,
 /// always fused): the fast exp and the fitted rationals.

@@ -1,0 +1,252 @@
+//! Kernels whose algorithm has two regions (erf's small and large `|x|`), over a slice with
+//! each region's lanes gathered into dense registers first.
+//!
+//! A register group of 64 lanes nearly always holds lanes of both regions, so the per-register
+//! kernel computes both formulas for every lane and selects. On lane types that compress lanes
+//! in one instruction ([`Lanes::COMPRESSES`], AVX-512), [`map_by_regions`] instead sorts each
+//! chunk of the slice: the arguments of region A's lanes packed into one buffer, region B's
+//! into another, each formula run over its own buffer only, the results expanded back to their
+//! lanes and finished. A lane of neither region (a saturated or special value) runs neither
+//! formula. Every lane still goes through the same operations on the same values, so the bits
+//! are those of [`TwoRegions::apply`] lane by lane.
+
+use super::map::{map_lanes, map_lanes_in_place};
+use crate::lanes::{Lanes, MAX_WIDTH};
+
+/// A function computed by one of two formulas per lane, then finished lane by lane.
+pub trait TwoRegions {
+    /// Whether the formulas call [`Lanes::fma`].
+    const USES_FMA: bool;
+    /// The argument both formulas take, from the input `x`.
+    fn arg<L: Lanes>(l: L, x: L::F) -> L::F;
+    /// The lanes of region A and those of region B (never both; a lane in neither needs no
+    /// formula: [`TwoRegions::finish`] gives it its value without one).
+    fn regions<L: Lanes>(l: L, x: L::F, arg: L::F) -> (L::M, L::M);
+    /// Region A's formula of the argument.
+    fn formula_a<L: Lanes>(l: L, arg: L::F) -> L::F;
+    /// Region B's formula of the argument.
+    fn formula_b<L: Lanes>(l: L, arg: L::F) -> L::F;
+    /// The result from `x`, its regions, and the formulas' values (`a` is meaningful only in
+    /// region A's lanes, `b` only in region B's).
+    fn finish<L: Lanes>(l: L, x: L::F, in_a: L::M, in_b: L::M, a: L::F, b: L::F) -> L::F;
+
+    /// The function of one register: each formula only where some lane needs it (a formula no
+    /// lane needs is skipped, its value a placeholder `finish` never picks).
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        let arg = Self::arg(l, x);
+        let (in_a, in_b) = Self::regions(l, x, arg);
+        let a = if l.any(in_a) {
+            Self::formula_a(l, arg)
+        } else {
+            arg
+        };
+        let b = if l.any(in_b) {
+            Self::formula_b(l, arg)
+        } else {
+            arg
+        };
+        Self::finish(l, x, in_a, in_b, a, b)
+    }
+}
+
+/// Elements per chunk of [`map_by_regions`]: small enough that the chunk and both buffers stay
+/// in L1, large enough that each buffer's partial last register is a small cost.
+const CHUNK: usize = 256;
+
+/// [`TwoRegions::apply`] as a kernel; and region B's formula alone, over its buffer. They run
+/// only inside the dispatch of the kernel they belong to, so `USES_FMA` (which only a
+/// dispatch reads) is `R`'s.
+struct ByRegister<R>(core::marker::PhantomData<R>);
+struct FormulaB<R>(core::marker::PhantomData<R>);
+
+impl<R: TwoRegions + Send + Sync + 'static> super::Kernel for ByRegister<R> {
+    const USES_FMA: bool = R::USES_FMA;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        R::apply(l, x)
+    }
+}
+
+impl<R: TwoRegions + Send + Sync + 'static> super::Kernel for FormulaB<R> {
+    const USES_FMA: bool = R::USES_FMA;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        R::formula_b(l, x)
+    }
+}
+
+/// `dst = R(src)` (`src` and `dst` of equal lengths), or `dst = R(dst)` in place when `src` is
+/// `None`: region by region on a lane type that compresses ([`Lanes::COMPRESSES`]), register by
+/// register ([`map_lanes`]) on any other. The same bits either way.
+#[inline(always)]
+pub fn map_by_regions<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
+    l: L,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+) {
+    if !L::COMPRESSES {
+        return match src {
+            Some(src) => map_lanes::<L, ByRegister<R>>(l, src, dst),
+            None => map_lanes_in_place::<L, ByRegister<R>>(l, dst),
+        };
+    }
+    map_sorted::<L, R>(l, src, dst)
+}
+
+/// [`map_by_regions`]'s sorted form, on any lane type (those that do not compress run
+/// [`Lanes::compress`] and [`Lanes::expand`] lane by lane: slow, but the same bits, which the
+/// tests check on every instruction set).
+#[inline(always)]
+fn map_sorted<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
+    l: L,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+) {
+    for (c, out) in dst.chunks_mut(CHUNK).enumerate() {
+        let from = src.map(|s| &s[c * CHUNK..c * CHUNK + out.len()]);
+        chunk_by_regions::<L, R>(l, from, out);
+    }
+}
+
+/// One chunk (at most [`CHUNK`] elements) of [`map_by_regions`]. Only region B (the costly
+/// formula) is gathered: region A's formula is short, and it runs on the registers that have a
+/// lane of it, as [`TwoRegions::apply`] does.
+#[inline(always)]
+fn chunk_by_regions<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
+    l: L,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+) {
+    let w = L::WIDTH;
+    // Up to a chunk, plus a register of room for a compress or an expand at its end.
+    let mut buf_b = [0f32; CHUNK + MAX_WIDTH];
+    let load = |dst: &[f32], start: usize, len: usize| {
+        let from = src.unwrap_or(dst);
+        l.load_partial(&from[start..start + len], 0.0)
+    };
+    // Region B's arguments to the front of the buffer, in lane order.
+    let mut n_b = 0;
+    for start in (0..dst.len()).step_by(w) {
+        let len = w.min(dst.len() - start);
+        let x = load(dst, start, len);
+        let arg = R::arg(l, x);
+        let (_, in_b) = R::regions(l, x, arg);
+        n_b += l.compress(arg, in_b, &mut buf_b[n_b..]);
+    }
+    // Its formula over its own lanes only, in whole registers (the lanes past the count are
+    // left-overs, computed and never read).
+    map_lanes_in_place::<L, FormulaB<R>>(l, &mut buf_b[..n_b.div_ceil(w) * w]);
+    // Back to the lanes, with region A's formula where a lane needs it, finished.
+    let mut p_b = 0;
+    for start in (0..dst.len()).step_by(w) {
+        let len = w.min(dst.len() - start);
+        let x = load(dst, start, len);
+        let arg = R::arg(l, x);
+        let (in_a, in_b) = R::regions(l, x, arg);
+        let a = if l.any(in_a) {
+            R::formula_a(l, arg)
+        } else {
+            arg
+        };
+        let b = l.expand(&buf_b[p_b..], in_b, arg);
+        p_b += l.count(in_b);
+        l.store_partial(
+            R::finish(l, x, in_a, in_b, a, b),
+            &mut dst[start..start + len],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::{Isa, WithLanes};
+    use crate::mode::{Exact, Fast, Mode};
+    use crate::ops::erf::ErfRegions;
+
+    /// `R` over `src` sorted by regions (in place when `in_place`), and register by register.
+    struct Both<'a, R> {
+        src: &'a [f32],
+        in_place: bool,
+        regions: core::marker::PhantomData<R>,
+    }
+
+    impl<R: TwoRegions + Send + Sync + 'static> WithLanes for Both<'_, R> {
+        type Output = (Vec<f32>, Vec<f32>);
+        const USES_FMA: bool = R::USES_FMA;
+        fn run<L: Lanes>(self, l: L) -> Self::Output {
+            let mut sorted = vec![0f32; self.src.len()];
+            if self.in_place {
+                sorted.copy_from_slice(self.src);
+                map_sorted::<L, R>(l, None, &mut sorted);
+            } else {
+                map_sorted::<L, R>(l, Some(self.src), &mut sorted);
+            }
+            let mut by_register = vec![0f32; self.src.len()];
+            map_lanes::<L, ByRegister<R>>(l, self.src, &mut by_register);
+            (sorted, by_register)
+        }
+    }
+
+    fn sorted_equals_by_register<M: Mode>(src: &[f32]) {
+        for isa in Isa::available() {
+            for in_place in [false, true] {
+                let (sorted, by_register) =
+                    isa.supported().unwrap().dispatch(Both::<ErfRegions<M>> {
+                        src,
+                        in_place,
+                        regions: core::marker::PhantomData,
+                    });
+                for (i, (s, r)) in sorted.iter().zip(&by_register).enumerate() {
+                    assert_eq!(
+                        s.to_bits(),
+                        r.to_bits(),
+                        "{isa} {} in place {in_place}: erf({:e}) at {i}",
+                        M::NAME,
+                        src[i]
+                    );
+                }
+            }
+        }
+    }
+
+    /// The sorted form gives the bits of the register form, on every lane type (the
+    /// compressing one, and the others through the lane-by-lane compress), in place and into
+    /// another slice, for lengths that end inside a register and inside a chunk: on a spread
+    /// where every register mixes both regions and the saturated lanes, on runs of one region
+    /// only, and on the special values.
+    #[test]
+    fn sorting_by_regions_changes_no_bit() {
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            0.499_999_97,
+            4.0,
+            -4.0,
+            3.999_999_8,
+            1e-40,
+            f32::MAX,
+        ];
+        for n in [1, 15, 16, 17, 255, 256, 257, 1000] {
+            let spread: Vec<f32> = (0..n)
+                .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 1009) as f32 / 1009.0))
+                .collect();
+            let mut odd = spread.clone();
+            for (j, v) in odd.iter_mut().step_by(7).enumerate() {
+                *v = specials[j % specials.len()];
+            }
+            let small = vec![0.25f32; n];
+            let large: Vec<f32> = (0..n).map(|i| 1.0 + i as f32 / 512.0).collect();
+            for src in [&spread, &odd, &small, &large] {
+                sorted_equals_by_register::<Exact>(src);
+                sorted_equals_by_register::<Fast>(src);
+            }
+        }
+    }
+}
