@@ -210,6 +210,32 @@ fn normalise<L: Lanes, M: Mode>(l: L, row: &mut [f32], s: f32) {
     }
 }
 
+/// Softmax of consecutive rows of `cols` entries, in one dispatch: row `i` of `dst` is the
+/// softmax of row `i` of `src` (of `dst` itself, in place, when `src` is `None`), bit for bit
+/// as [`softmax_row_into`] (or [`softmax_row`]) gives it row by row.
+#[inline(always)]
+pub fn softmax_rows<L: Lanes, M: Mode>(
+    l: L,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+    cols: usize,
+    policy: MaskedRow,
+) {
+    if cols == 0 {
+        return;
+    }
+    debug_assert_eq!(dst.len() % cols, 0);
+    debug_assert!(src.is_none_or(|s| s.len() == dst.len()));
+    for (i, row) in dst.chunks_exact_mut(cols).enumerate() {
+        match src {
+            Some(src) => {
+                softmax_row_into::<L, M>(l, &src[i * cols..(i + 1) * cols], row, policy, false)
+            }
+            None => softmax_row::<L, M>(l, row, policy, false),
+        }
+    }
+}
+
 /// [`softmax_row`] of `src` written to `dst` (equal lengths), with the same bits. Softmax reads
 /// `src` in its first two passes (maximum; exp, stored to `dst`, and sum), so no copy of it is
 /// made; log-softmax copies `src` to `dst` and works there.
@@ -412,6 +438,53 @@ fn masked_softmax_row_in_mode<M: Mode>(
         masked: Some((scale, mask)),
         policy,
         log_form: false,
+        mode: core::marker::PhantomData,
+    })
+}
+
+/// Consecutive rows through [`softmax_rows`], inside a dispatch.
+struct SoftmaxRows<'a, M> {
+    src: Option<&'a [f32]>,
+    dst: &'a mut [f32],
+    cols: usize,
+    policy: MaskedRow,
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> WithLanes for SoftmaxRows<'_, M> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        softmax_rows::<L, M>(l, self.src, self.dst, self.cols, self.policy)
+    }
+}
+
+compiled_once_per_mode! {
+    /// Softmax of the consecutive rows of `cols` entries of `src` into `dst` (equal lengths, a
+    /// multiple of `cols`), or of `dst` in place when `src` is `None`, in mode `M` on `isa`:
+    /// the bits of [`softmax_row_into_on`] row by row, in one dispatch.
+    pub fn softmax_rows_on(
+        isa: Supported,
+        src: Option<&[f32]>,
+        dst: &mut [f32],
+        cols: usize,
+        policy: MaskedRow,
+    ) = softmax_rows_in_mode;
+}
+
+fn softmax_rows_in_mode<M: Mode>(
+    isa: Supported,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+    cols: usize,
+    policy: MaskedRow,
+) {
+    isa.dispatch(SoftmaxRows::<M> {
+        src,
+        dst,
+        cols,
+        policy,
         mode: core::marker::PhantomData,
     })
 }

@@ -3,6 +3,7 @@
 //! threads when the tensor is large, and a row is never split.
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, NdProducer, Zip};
+use rayon::prelude::*;
 
 use super::Session;
 use crate::rows::{with_row, with_row_into, with_row_mut};
@@ -72,6 +73,58 @@ impl<T: Element> Rows<'_, '_, T> {
                 let f = |d, s, item| with_row_into(s, d, |r| op(r, item));
                 maybe_parallel!(session, parallel, rows, f);
             }
+        }
+    }
+
+    /// `op(src, dst, cols)` on blocks of whole consecutive rows when the rows along `axis` are
+    /// the consecutive `cols`-long pieces of one contiguous `f32` buffer (`axis` the last one,
+    /// a standard-layout tensor): `dst` a block of them, `src` the same block of the source of
+    /// an `Into` (`None` in place). The blocks are spread over `session`'s threads when the
+    /// tensor is large. Returns `false`, having done nothing, for any other layout or element
+    /// type.
+    pub(crate) fn for_each_row_block<M: Mode>(
+        &mut self,
+        session: &Session<M>,
+        axis: Axis,
+        op: impl Fn(Option<&[f32]>, &mut [f32], usize) + Sync,
+    ) -> bool {
+        let shape = self.shape();
+        let (nd, total) = (shape.len(), shape.iter().product::<usize>());
+        if nd == 0 || axis.index() != nd - 1 || total == 0 {
+            return false;
+        }
+        let cols = shape[nd - 1];
+        let parallel = session.parallel(total);
+        let blocks = |src: Option<&[f32]>, dst: &mut [f32]| {
+            if !parallel {
+                return op(src, dst, cols);
+            }
+            session.install(|| {
+                // A few blocks per thread, so that one slow block does not idle the others.
+                let rows = total / cols;
+                let block = rows.div_ceil(4 * rayon::current_num_threads()) * cols;
+                match src {
+                    Some(src) => src
+                        .par_chunks(block)
+                        .zip(dst.par_chunks_mut(block))
+                        .for_each(|(s, d)| op(Some(s), d, cols)),
+                    None => dst.par_chunks_mut(block).for_each(|d| op(None, d, cols)),
+                }
+            })
+        };
+        let (src, dst) = match self {
+            Rows::InPlace(x) => (None, x.as_slice_mut()),
+            Rows::Into(s, d) => match s.as_slice().and_then(|s| T::as_f32_slice(s)) {
+                Some(s) => (Some(s), d.as_slice_mut()),
+                None => return false,
+            },
+        };
+        match dst.and_then(|d| T::as_f32_slice_mut(d)) {
+            Some(d) => {
+                blocks(src, d);
+                true
+            }
+            None => false,
         }
     }
 

@@ -10,6 +10,7 @@ use super::rows::{Rows, no_extra};
 use crate::error::same_shape;
 use crate::ops::softmax::{
     MaskedRow, ScoreMask, masked_softmax_row_on, softmax_row_into_on, softmax_row_on,
+    softmax_rows_on,
 };
 use crate::rows::{with_bool_row, with_row};
 use crate::{Element, Error, Mode};
@@ -175,12 +176,21 @@ impl<M: Mode> Session<M> {
 
     fn softmax_rows<T: Element>(
         &self,
-        target: Rows<'_, '_, T>,
+        mut target: Rows<'_, '_, T>,
         axis: Axis,
         log_form: bool,
     ) -> Result<(), Error> {
         check_axis(axis, target.shape().len())?;
         let (isa, policy) = (self.isa, self.masked_row);
+        // Contiguous rows go through the many-row kernel in one dispatch, every other layout
+        // (and log-softmax) row by row; the bits are the same.
+        if !log_form
+            && target.for_each_row_block(self, axis, |src, dst, cols| {
+                softmax_rows_on::<M>(isa, src, dst, cols, policy)
+            })
+        {
+            return Ok(());
+        }
         target.for_each_src_dst(
             self,
             axis,

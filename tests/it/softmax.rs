@@ -135,6 +135,48 @@ fn exact_bits_do_not_depend_on_isa_threads_or_layout() {
     }
 }
 
+/// Contiguous rows along the last axis go through the many-row kernel (one dispatch per block
+/// of rows, blocks spread over the threads); any other layout goes row by row. Both give the
+/// same bits, in both modes, in place and into another array, with every policy for a fully
+/// masked row, on a tensor with NaN rows, fully masked rows, rows holding `+inf`, and rows whose
+/// shifted exps flush to zero.
+#[test]
+fn contiguous_rows_give_the_bits_of_row_by_row() {
+    contiguous_rows_equal_row_by_row::<Exact>();
+    contiguous_rows_equal_row_by_row::<Fast>();
+}
+
+fn contiguous_rows_equal_row_by_row<M: Mode>() {
+    let mut rng = Rng(7);
+    for n in [1, 5, 16, 33, 100] {
+        let rows = 11;
+        let mut m = Array2::from_shape_vec((rows, n), rng.vec(rows * n, -30.0, 30.0)).unwrap();
+        m[[1, n / 2]] = f32::NAN;
+        m.row_mut(3).fill(f32::NEG_INFINITY);
+        m[[5, 0]] = f32::INFINITY;
+        m[[7, n - 1]] = -200.0;
+        for policy in [MaskedRow::Zero, MaskedRow::Uniform, MaskedRow::Nan] {
+            for isa in Isa::available() {
+                for threads in [1, 2] {
+                    let s = pinned_session::<M>(isa, threads).with_masked_row(policy);
+                    // Row by row: the rows of a transposed (F order) copy.
+                    let mut by_row = m.t().to_owned();
+                    s.softmax(&mut by_row.view_mut().reversed_axes(), Axis(1))
+                        .unwrap();
+                    let want = bits(by_row.t());
+                    let mut a = m.clone();
+                    s.softmax(&mut a, Axis(1)).unwrap();
+                    let what = format!("{} n {n} {isa} {threads} {policy:?}", M::NAME);
+                    assert_eq!(bits(&a), want, "in place, {what}");
+                    let mut d = Array2::zeros(m.dim());
+                    s.softmax_into(&m, &mut d, Axis(1)).unwrap();
+                    assert_eq!(bits(&d), want, "into, {what}");
+                }
+            }
+        }
+    }
+}
+
 /// Checks every row of `y` against an f64 softmax of `x` with the derived bound, and returns
 /// the largest error in units of the bound.
 fn check_accuracy(x: &[f32], y: &[f32], exp_ulps: f64, division_roundings: f64) -> f64 {
