@@ -68,6 +68,7 @@ impl Isa {
             Isa::Avx2 => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
+                    && std::arch::is_x86_feature_detected!("popcnt")
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => {

@@ -165,10 +165,10 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// `a >> N` (arithmetic).
     fn sra_i<const N: i32>(self, a: Self::I) -> Self::I;
 
-    /// Whether [`Lanes::compress`] and [`Lanes::expand`] are single instructions (AVX-512's
-    /// `vcompressps` and `vexpandps`), cheap enough for a kernel to gather the lanes of each
-    /// region of its algorithm into dense registers. Elsewhere they are lane-by-lane loops,
-    /// correct but slow.
+    /// Whether [`Lanes::compress`] and [`Lanes::expand`] are a few instructions (AVX-512's
+    /// `vcompressps` and `vexpandps`; on AVX2 a `vpermps` by a row of a table indexed by the
+    /// mask), cheap enough for a kernel to gather the lanes of each region of its algorithm
+    /// into dense registers. Elsewhere they are lane-by-lane loops, correct but slow.
     const COMPRESSES: bool = false;
 
     /// Writes the lanes of `v` where `m` is set to the front of `dst`, in lane order, and

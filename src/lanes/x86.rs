@@ -316,7 +316,76 @@ impl Lanes for Avx2 {
     fn sra_i<const N: i32>(self, a: __m256i) -> __m256i {
         proven!(_mm256_srai_epi32::<N>(a))
     }
+
+    // AVX2 has no compress: a permutation from a table indexed by the mask's eight bits.
+    const COMPRESSES: bool = true;
+
+    #[inline(always)]
+    fn compress(self, v: __m256, m: __m256, dst: &mut [f32]) -> usize {
+        let bits = proven!(_mm256_movemask_ps(m)) as usize;
+        let idx = self.table_row(&COMPRESS_FROM[bits]);
+        self.store(proven!(_mm256_permutevar8x32_ps(v, idx)), dst);
+        bits.count_ones() as usize
+    }
+    #[inline(always)]
+    fn count(self, m: __m256) -> usize {
+        proven!(_mm256_movemask_ps(m)).count_ones() as usize
+    }
+    #[inline(always)]
+    fn expand(self, src: &[f32], m: __m256, b: __m256) -> __m256 {
+        let bits = proven!(_mm256_movemask_ps(m)) as usize;
+        let idx = self.table_row(&EXPAND_FROM[bits]);
+        let spread = proven!(_mm256_permutevar8x32_ps(self.load(src), idx));
+        self.select(m, spread, b)
+    }
 }
+
+impl Avx2 {
+    /// One row of a permutation table as a register.
+    #[inline(always)]
+    fn table_row(self, row: &[i32; 8]) -> __m256i {
+        // SAFETY: `row` holds eight `i32`s (32 bytes, an unaligned load); the token proves AVX.
+        unsafe { _mm256_loadu_si256(row.as_ptr().cast()) }
+    }
+}
+
+/// For each 8-bit mask, the lanes whose bits are set, in order, then zeros: the source lane of
+/// each destination lane of an AVX2 compress.
+static COMPRESS_FROM: [[i32; 8]; 256] = {
+    let mut t = [[0i32; 8]; 256];
+    let mut bits = 0;
+    while bits < 256 {
+        let (mut lane, mut n) = (0, 0);
+        while lane < 8 {
+            if bits & (1 << lane) != 0 {
+                t[bits][n] = lane;
+                n += 1;
+            }
+            lane += 1;
+        }
+        bits += 1;
+    }
+    t
+};
+
+/// For each 8-bit mask, how many set bits precede each lane: the source of each lane of an
+/// AVX2 expand (used where the lane's bit is set).
+static EXPAND_FROM: [[i32; 8]; 256] = {
+    let mut t = [[0i32; 8]; 256];
+    let mut bits = 0;
+    while bits < 256 {
+        let (mut lane, mut n) = (0, 0);
+        while lane < 8 {
+            t[bits][lane] = n;
+            if bits & (1 << lane) != 0 {
+                n += 1;
+            }
+            lane += 1;
+        }
+        bits += 1;
+    }
+    t
+};
 
 impl Lanes for Avx512 {
     const WIDTH: usize = 16;
@@ -540,8 +609,8 @@ pub(super) unsafe fn run_sse2_fma<O: WithLanes>(op: O) -> O::Output {
 /// Runs `op` on 256-bit lanes.
 ///
 /// # Safety
-/// The CPU must have AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+/// The CPU must have AVX2, FMA and POPCNT.
+#[target_feature(enable = "avx2,fma,popcnt")]
 pub(super) unsafe fn run_avx2<O: WithLanes>(op: O) -> O::Output {
     op.run(Avx2(()))
 }

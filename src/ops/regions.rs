@@ -3,7 +3,7 @@
 //!
 //! A register group of 64 lanes nearly always holds lanes of both regions, so the per-register
 //! kernel computes both formulas for every lane and selects. On lane types that compress lanes
-//! in one instruction ([`Lanes::COMPRESSES`], AVX-512), [`map_by_regions`] instead sorts each
+//! cheaply ([`Lanes::COMPRESSES`]: AVX-512, AVX2), [`map_by_regions`] instead sorts each
 //! chunk of the slice: the arguments of region A's lanes packed into one buffer, region B's
 //! into another, each formula run over its own buffer only, the results expanded back to their
 //! lanes and finished. A lane of neither region (a saturated or special value) runs neither
