@@ -132,6 +132,23 @@ pub struct RowExtremes {
 /// The [`RowExtremes`] of `row`.
 #[inline(always)]
 pub fn row_extremes<L: Lanes>(l: L, row: &[f32]) -> RowExtremes {
+    row_extremes_beside(
+        l,
+        row,
+        #[inline(always)]
+        |_, _| {},
+    )
+}
+
+/// [`row_extremes`], calling `beside(start, len)` for each register of the row it reads
+/// (elements `start..start + len`, every element once): other work on another row of the same
+/// length, interleaved with this cheap pass a register at a time.
+#[inline(always)]
+pub fn row_extremes_beside<L: Lanes>(
+    l: L,
+    row: &[f32],
+    mut beside: impl FnMut(usize, usize),
+) -> RowExtremes {
     // Four running maxima, so that consecutive registers do not wait for each other's compare
     // and select; a maximum is the same value in any order (the sign of a zero maximum is
     // normalised below). The minima likewise.
@@ -141,20 +158,23 @@ pub fn row_extremes<L: Lanes>(l: L, row: &[f32]) -> RowExtremes {
     let mut lo = [l.splat(f32::INFINITY); ACC];
     let mut nan = l.lt(hi[0], hi[0]); // all false
     let mut groups = row.chunks_exact(ACC * w);
-    for g in &mut groups {
+    for (k, g) in (&mut groups).enumerate() {
         for i in 0..ACC {
             let x = l.load(&g[i * w..]);
             hi[i] = l.select(l.gt(x, hi[i]), x, hi[i]);
             lo[i] = l.min(x, lo[i]);
             nan = l.mask_or(nan, l.is_nan(x));
+            beside((k * ACC + i) * w, w);
         }
     }
-    for c in groups.remainder().chunks(w) {
+    let rest = row.len() - groups.remainder().len();
+    for (k, c) in groups.remainder().chunks(w).enumerate() {
         // Padded with an entry of the row: neutral for both the maximum and the minimum.
         let x = l.load_partial(c, row[0]);
         hi[0] = l.select(l.gt(x, hi[0]), x, hi[0]);
         lo[0] = l.min(x, lo[0]);
         nan = l.mask_or(nan, l.is_nan(x));
+        beside(rest + k * w, c.len());
     }
     let (mut top, mut bottom) = (hi[0], lo[0]);
     for i in 1..ACC {
