@@ -9,8 +9,9 @@ use crate::error::Error;
 
 /// An instruction set a kernel can run on.
 ///
-/// Exact kernels give the same bits on every one of them. `Avx2` means AVX2 + FMA; `Avx512`
-/// means AVX-512F (with AVX2 and FMA, which every AVX-512 CPU has).
+/// Exact kernels give the same bits on every one of them. `Avx2` means AVX2 + FMA (and POPCNT,
+/// which every AVX2 CPU has); `Avx512` means AVX-512F (with AVX2, FMA and POPCNT, which every
+/// AVX-512 CPU has).
 ///
 /// ```
 /// use activation_kernels::Isa;
@@ -201,10 +202,11 @@ impl Supported {
                 // SAFETY: `fma` is true only when the CPU has FMA.
                 Isa::Sse2 if fma => unsafe { x86::run_sse2_fma(op) },
                 Isa::Sse2 => x86::run_sse2(op),
-                // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX2 and FMA.
+                // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX2, FMA
+                // and POPCNT.
                 Isa::Avx2 => unsafe { x86::run_avx2(op) },
                 // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX-512F,
-                // AVX2 and FMA.
+                // AVX2, FMA and POPCNT.
                 Isa::Avx512 => unsafe { x86::run_avx512(op) },
             }
         }
