@@ -9,11 +9,10 @@
 //! algorithm above (it exists to avoid the cancellation a rational would bring back) with fused
 //! steps and the fast exp.
 
+use super::Kernel;
 use super::exp::exp_in;
-use super::regions::TwoRegions;
-use super::{
-    abs, fused_kernel_type, horner, kernel_type, nan_where_nan, regions_kernel_type, sign_bit,
-};
+use super::regions::{TwoRegions, map_by_regions};
+use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -226,10 +225,22 @@ pub fn erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     nan_where_nan(l, x, y)
 }
 
-regions_kernel_type!(
-    /// Kernel of [`erf`].
-    Erf => ErfRegions
-);
+/// Kernel of [`erf`]: a register at a time in the spec's form, or over a slice sorted by
+/// regions where lanes compress cheaply ([`map_by_regions`]); the same bits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Erf<M>(core::marker::PhantomData<M>);
+
+impl<M: Mode> Kernel for Erf<M> {
+    const USES_FMA: bool = M::FAST;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        erf::<L, M>(l, x)
+    }
+    #[inline(always)]
+    fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
+        map_by_regions::<L, ErfRegions<M>>(l, src, dst)
+    }
+}
 kernel_type!(
     /// Kernel of [`one_plus_erf`].
     OnePlusErf => one_plus_erf

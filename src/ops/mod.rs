@@ -70,36 +70,6 @@ macro_rules! kernel_type {
 }
 pub(crate) use kernel_type;
 
-/// Declares a zero-sized kernel type for a [`regions::TwoRegions`] function: register by
-/// register in [`Kernel::apply`], region by region over a slice in exact mode
-/// ([`regions::map_by_regions`]; fast mode keeps the register form).
-macro_rules! regions_kernel_type {
-    ($(#[$doc:meta])* $name:ident => $regions:ident) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default)]
-        pub struct $name<M>(core::marker::PhantomData<M>);
-        impl<M: $crate::mode::Mode> $crate::ops::Kernel for $name<M> {
-            const USES_FMA: bool = M::FAST;
-            #[inline(always)]
-            fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
-                <$regions<M> as $crate::ops::regions::TwoRegions>::apply(l, x)
-            }
-            #[inline(always)]
-            fn map<L: $crate::lanes::Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-                if M::FAST {
-                    match src {
-                        Some(src) => $crate::ops::map::map_lanes::<L, Self>(l, src, dst),
-                        None => $crate::ops::map::map_lanes_in_place::<L, Self>(l, dst),
-                    }
-                } else {
-                    $crate::ops::regions::map_by_regions::<L, $regions<M>>(l, src, dst)
-                }
-            }
-        }
-    };
-}
-pub(crate) use regions_kernel_type;
-
 /// Declares the kernel type `$name` of `$func`, a fast-mode-only function (no mode parameter,
 /// always fused): the fast exp and the fitted rationals.
 macro_rules! fused_kernel_type {

@@ -44,17 +44,23 @@ pub trait TwoRegions {
     fn by_regions<L: Lanes>(l: L, x: L::F) -> L::F {
         let arg = Self::arg(l, x);
         let (in_a, in_b) = Self::regions(l, x, arg);
-        let a = if l.any(in_a) {
-            Self::formula_a(l, arg)
-        } else {
-            arg
-        };
+        let a = Self::formula_a_where_needed(l, in_a, arg);
         let b = if l.any(in_b) {
             Self::formula_b(l, arg)
         } else {
             arg
         };
         Self::finish(l, x, in_a, in_b, a, b)
+    }
+
+    /// Region A's formula of `arg` if some lane of `in_a` needs it, else a placeholder.
+    #[inline(always)]
+    fn formula_a_where_needed<L: Lanes>(l: L, in_a: L::M, arg: L::F) -> L::F {
+        if l.any(in_a) {
+            Self::formula_a(l, arg)
+        } else {
+            arg
+        }
     }
 }
 
@@ -167,11 +173,7 @@ fn chunk_by_regions<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
         let x = load(dst, start, len);
         let arg = R::arg(l, x);
         let (in_a, in_b) = R::regions(l, x, arg);
-        let a = if l.any(in_a) {
-            R::formula_a(l, arg)
-        } else {
-            arg
-        };
+        let a = R::formula_a_where_needed(l, in_a, arg);
         let b = l.expand(&buf_b[p_b..], in_b, arg);
         p_b += l.count(in_b);
         l.store_partial(
