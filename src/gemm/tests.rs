@@ -75,7 +75,10 @@ fn check<M: Mode, K: MicroKernel>(
     };
     // C in F order, A transposed in memory, B strided.
     let mut c = Array2::from_elem((m, n).f(), f32::NAN);
-    let at = a.t().to_owned();
+    // `to_owned` of the transposed view would keep its (column-major) layout: A would lie
+    // row-major again.
+    let at = a.t().as_standard_layout().to_owned();
+    assert!(m < 2 || k < 2 || !at.t().is_standard_layout());
     let mut b2 = Array2::from_elem((k, 2 * n), f32::NAN);
     b2.slice_mut(s![.., ..;2]).assign(&b);
     let items = vec![Item {
