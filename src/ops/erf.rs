@@ -85,20 +85,13 @@ fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
 
 /// From this `|x|` on, `erf(x)` is `+-1`: the computed `erfc(|x|)` is below `2^-25` there
 /// (`erfc(4) = 1.5e-8`), so `1 - erfc` rounds to 1, and from `|x| = 10.2` on `exp(-x^2)` is 0.
-/// Those lanes need neither branch. The test `erf_is_one_from_erf_one_on_as_the_spec_computes_it`
-/// checks every float from 4 to 11.
+/// Those lanes need neither branch. The test `the_regions_form_is_the_spec_form` checks every
+/// float from 4 to 11.
 pub const ERF_ONE: f32 = 4.0;
 
-/// `erf` as two regions: the small branch `|x| P(x^2)`, the large `erfc(|x|)`, and `+-1`
-/// without either from [`ERF_ONE`] on.
-pub struct ErfRegions<M>(core::marker::PhantomData<M>);
-
-impl<M: Mode> TwoRegions for ErfRegions<M> {
-    const USES_FMA: bool = M::FAST;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        erf::<L, M>(l, x)
-    }
+/// `erf` as two regions ([`Erf`]'s sorted form over a slice): the small branch `|x| P(x^2)`,
+/// the large `erfc(|x|)`, and `+-1` without either from [`ERF_ONE`] on.
+impl<M: Mode> TwoRegions for Erf<M> {
     #[inline(always)]
     fn arg<L: Lanes>(l: L, x: L::F) -> L::F {
         abs(l, x)
@@ -130,7 +123,7 @@ impl<M: Mode> TwoRegions for ErfRegions<M> {
 /// `erf(x)`; `erf(+-0) = +-0`, `erf(+-inf) = +-1`, canonical NaN for NaN. A register at a
 /// time, as the spec writes it: both branches where some lane needs each (the large branch
 /// also for the saturated lanes, where its `1 - erfc` rounds to the `+-1` that
-/// [`ErfRegions::by_regions`] gives them without it; one test of a register is cheaper than
+/// [`Erf`]'s `by_regions` gives them without it; one test of a register is cheaper than
 /// two). Over a slice on AVX-512 and AVX2, [`Erf`] sorts by regions instead.
 #[inline(always)]
 pub fn erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
@@ -238,9 +231,10 @@ impl<M: Mode> Kernel for Erf<M> {
     }
     #[inline(always)]
     fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-        map_by_regions::<L, ErfRegions<M>>(l, src, dst)
+        map_by_regions::<L, Self>(l, src, dst)
     }
 }
+
 kernel_type!(
     /// Kernel of [`one_plus_erf`].
     OnePlusErf => one_plus_erf
@@ -257,7 +251,7 @@ mod tests {
     use crate::lanes::Scalar;
     use crate::mode::{Exact, Fast};
 
-    /// [`ErfRegions::by_regions`] gives `+-1` from [`ERF_ONE`] on without computing the large
+    /// [`Erf`]'s `by_regions` gives `+-1` from [`ERF_ONE`] on without computing the large
     /// branch. [`erf`], the spec's form, rounds to exactly that at every float of `[4, 11]`
     /// (both signs; beyond, `exp(-x^2)` is 0) and at a sample of larger ones, in both modes;
     /// elsewhere the two agree bit for bit on every 9973rd float.
@@ -274,23 +268,17 @@ mod tests {
                     1f32.copysign(x),
                     "fast erf({x:e})"
                 );
-                let by_regions = ErfRegions::<Exact>::by_regions(l, x);
+                let by_regions = Erf::<Exact>::by_regions(l, x);
                 assert_eq!(by_regions, 1f32.copysign(x), "erf({x:e}) by regions");
-                let by_regions = ErfRegions::<Fast>::by_regions(l, x);
+                let by_regions = Erf::<Fast>::by_regions(l, x);
                 assert_eq!(by_regions, 1f32.copysign(x), "fast erf({x:e}) by regions");
             }
         }
         for b in (0..=u32::MAX).step_by(9973) {
             let x = f32::from_bits(b);
-            let (got, want) = (
-                ErfRegions::<Exact>::by_regions(l, x),
-                erf::<Scalar, Exact>(l, x),
-            );
+            let (got, want) = (Erf::<Exact>::by_regions(l, x), erf::<Scalar, Exact>(l, x));
             assert_eq!(got.to_bits(), want.to_bits(), "erf({x:e})");
-            let (got, want) = (
-                ErfRegions::<Fast>::by_regions(l, x),
-                erf::<Scalar, Fast>(l, x),
-            );
+            let (got, want) = (Erf::<Fast>::by_regions(l, x), erf::<Scalar, Fast>(l, x));
             assert_eq!(got.to_bits(), want.to_bits(), "fast erf({x:e})");
         }
     }

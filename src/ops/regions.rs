@@ -8,16 +8,17 @@
 //! into another, each formula run over its own buffer only, the results expanded back to their
 //! lanes and finished. A lane of neither region (a saturated or special value) runs neither
 //! formula. Every lane still goes through the same operations on the same values, so the bits
-//! are those of [`TwoRegions::by_regions`] lane by lane, which a function's register form
-//! ([`TwoRegions::apply`]) must equal.
+//! are those of [`TwoRegions::by_regions`] lane by lane, which the function's register form
+//! ([`super::Kernel::apply`]) must equal.
 
+use super::Kernel;
 use super::map::{map_lanes, map_lanes_in_place};
 use crate::lanes::{Lanes, MAX_WIDTH};
 
-/// A function computed by one of two formulas per lane, then finished lane by lane.
-pub trait TwoRegions {
-    /// Whether the formulas call [`Lanes::fma`].
-    const USES_FMA: bool;
+/// A function computed by one of two formulas per lane, then finished lane by lane. Its
+/// register form is its [`Kernel::apply`], which must give the bits of
+/// [`TwoRegions::by_regions`].
+pub trait TwoRegions: Kernel {
     /// The argument both formulas take, from the input `x`.
     fn arg<L: Lanes>(l: L, x: L::F) -> L::F;
     /// The lanes of region A and those of region B (never both; a lane in neither needs no
@@ -31,16 +32,10 @@ pub trait TwoRegions {
     /// region A's lanes, `b` only in region B's).
     fn finish<L: Lanes>(l: L, x: L::F, in_a: L::M, in_b: L::M, a: L::F, b: L::F) -> L::F;
 
-    /// The function of one register, [`TwoRegions::by_regions`] unless the function has a form
-    /// of its own that is faster on a register (it must give the same bits).
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        Self::by_regions(l, x)
-    }
-
     /// The function of one register by its regions: each formula only where some lane needs
     /// it (a formula no lane needs is skipped, its value a placeholder `finish` never picks).
-    #[inline(always)]
+    /// What the sorted form computes per lane; the tests hold the register form to it.
+    #[cfg(test)]
     fn by_regions<L: Lanes>(l: L, x: L::F) -> L::F {
         let arg = Self::arg(l, x);
         let (in_a, in_b) = Self::regions(l, x, arg);
@@ -68,21 +63,11 @@ pub trait TwoRegions {
 /// in L1, large enough that each buffer's partial last register is a small cost.
 const CHUNK: usize = 256;
 
-/// [`TwoRegions::apply`] as a kernel; and region B's formula alone, over its buffer. They run
-/// only inside the dispatch of the kernel they belong to, so `USES_FMA` (which only a
-/// dispatch reads) is `R`'s.
-struct ByRegister<R>(core::marker::PhantomData<R>);
+/// Region B's formula alone, over its buffer. It runs only inside the dispatch of the kernel it
+/// belongs to, so `USES_FMA` (which only a dispatch reads) is `R`'s.
 struct FormulaB<R>(core::marker::PhantomData<R>);
 
-impl<R: TwoRegions + Send + Sync + 'static> super::Kernel for ByRegister<R> {
-    const USES_FMA: bool = R::USES_FMA;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        R::apply(l, x)
-    }
-}
-
-impl<R: TwoRegions + Send + Sync + 'static> super::Kernel for FormulaB<R> {
+impl<R: TwoRegions> Kernel for FormulaB<R> {
     const USES_FMA: bool = R::USES_FMA;
     #[inline(always)]
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
@@ -94,15 +79,11 @@ impl<R: TwoRegions + Send + Sync + 'static> super::Kernel for FormulaB<R> {
 /// `None`: region by region on a lane type that compresses ([`Lanes::COMPRESSES`]), register by
 /// register ([`map_lanes`]) on any other. The same bits either way.
 #[inline(always)]
-pub fn map_by_regions<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
-    l: L,
-    src: Option<&[f32]>,
-    dst: &mut [f32],
-) {
+pub fn map_by_regions<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
     if !L::COMPRESSES {
         return match src {
-            Some(src) => map_lanes::<L, ByRegister<R>>(l, src, dst),
-            None => map_lanes_in_place::<L, ByRegister<R>>(l, dst),
+            Some(src) => map_lanes::<L, R>(l, src, dst),
+            None => map_lanes_in_place::<L, R>(l, dst),
         };
     }
     map_sorted::<L, R>(l, src, dst)
@@ -112,11 +93,7 @@ pub fn map_by_regions<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
 /// [`Lanes::compress`] and [`Lanes::expand`] lane by lane: slow, but the same bits, which the
 /// tests check on every instruction set).
 #[inline(always)]
-fn map_sorted<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
-    l: L,
-    src: Option<&[f32]>,
-    dst: &mut [f32],
-) {
+fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
     // Sorting pays when region B's formula is needed by a minority of lanes: the erf of a
     // spread over [-8, 8] (42% of lanes) took 0.76x the time of the register form, the GELU of
     // the same spread (72%) 1.13x. A chunk where more than half the lanes were region B's
@@ -128,8 +105,8 @@ fn map_sorted<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
         if register_form > 0 {
             register_form -= 1;
             match from {
-                Some(from) => map_lanes::<L, ByRegister<R>>(l, from, out),
-                None => map_lanes_in_place::<L, ByRegister<R>>(l, out),
+                Some(from) => map_lanes::<L, R>(l, from, out),
+                None => map_lanes_in_place::<L, R>(l, out),
             }
         } else if 2 * chunk_by_regions::<L, R>(l, from, out) > out.len() {
             register_form = LOOK_AGAIN_AFTER;
@@ -140,13 +117,9 @@ fn map_sorted<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
 /// One chunk (at most [`CHUNK`] elements) of [`map_by_regions`], sorted; returns how many of
 /// its lanes (padding included) were region B's. Only region B (the costly formula) is
 /// gathered: region A's formula is short, and it runs on the registers that have a
-/// lane of it, as [`TwoRegions::apply`] does.
+/// lane of it, as [`TwoRegions::by_regions`] does.
 #[inline(always)]
-fn chunk_by_regions<L: Lanes, R: TwoRegions + Send + Sync + 'static>(
-    l: L,
-    src: Option<&[f32]>,
-    dst: &mut [f32],
-) -> usize {
+fn chunk_by_regions<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32]) -> usize {
     let w = L::WIDTH;
     // Up to a chunk, plus a register of room for a compress or an expand at its end.
     let mut buf_b = [0f32; CHUNK + MAX_WIDTH];
@@ -189,7 +162,7 @@ mod tests {
     use super::*;
     use crate::lanes::{Isa, WithLanes};
     use crate::mode::{Exact, Fast};
-    use crate::ops::erf::ErfRegions;
+    use crate::ops::erf::Erf;
 
     /// `R` over `src` sorted by regions (in place when `in_place`), and register by register.
     struct Both<'a, R> {
@@ -198,7 +171,7 @@ mod tests {
         regions: core::marker::PhantomData<R>,
     }
 
-    impl<R: TwoRegions + Send + Sync + 'static> WithLanes for Both<'_, R> {
+    impl<R: TwoRegions> WithLanes for Both<'_, R> {
         type Output = (Vec<f32>, Vec<f32>);
         const USES_FMA: bool = R::USES_FMA;
         fn run<L: Lanes>(self, l: L) -> Self::Output {
@@ -210,12 +183,12 @@ mod tests {
                 map_sorted::<L, R>(l, Some(self.src), &mut sorted);
             }
             let mut by_register = vec![0f32; self.src.len()];
-            map_lanes::<L, ByRegister<R>>(l, self.src, &mut by_register);
+            map_lanes::<L, R>(l, self.src, &mut by_register);
             (sorted, by_register)
         }
     }
 
-    fn sorted_equals_by_register<R: TwoRegions + Send + Sync + 'static>(name: &str, src: &[f32]) {
+    fn sorted_equals_by_register<R: TwoRegions>(name: &str, src: &[f32]) {
         for isa in Isa::available() {
             for in_place in [false, true] {
                 let (sorted, by_register) = isa.supported().unwrap().dispatch(Both::<R> {
@@ -235,7 +208,7 @@ mod tests {
         }
     }
 
-    /// The sorted form gives the bits of the register form ([`TwoRegions::apply`]: for erf, the
+    /// The sorted form gives the bits of the register form ([`Kernel::apply`]: for erf, the
     /// spec's form) in both modes, on every lane type (the compressing one, and the others through the lane-by-lane
     /// compress), in place and into another slice, for lengths that end inside a register and
     /// inside a chunk: on a spread where every register mixes both regions and the saturated
@@ -274,8 +247,8 @@ mod tests {
             mixed.extend(&spread);
             mixed.extend(small.iter().chain(&odd).cycle().take(8 * n));
             for src in [&spread, &odd, &small, &large, &mixed] {
-                sorted_equals_by_register::<ErfRegions<Exact>>("exact erf", src);
-                sorted_equals_by_register::<ErfRegions<Fast>>("fast erf", src);
+                sorted_equals_by_register::<Erf<Exact>>("exact erf", src);
+                sorted_equals_by_register::<Erf<Fast>>("fast erf", src);
             }
         }
     }
