@@ -47,6 +47,13 @@ impl<L: Lanes> Lanes for Pair<L> {
         self
     }
 
+    type WideGroup = Self;
+
+    #[inline(always)]
+    fn wide_group(self) -> Self::WideGroup {
+        self
+    }
+
     #[inline(always)]
     fn splat(self, v: f32) -> Self::F {
         let x = self.0.splat(v);

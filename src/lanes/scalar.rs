@@ -25,6 +25,13 @@ impl Lanes for Scalar {
         self
     }
 
+    type WideGroup = Self;
+
+    #[inline(always)]
+    fn wide_group(self) -> Self::WideGroup {
+        self
+    }
+
     #[inline(always)]
     fn splat(self, v: f32) -> f32 {
         v

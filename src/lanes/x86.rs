@@ -43,6 +43,13 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
         self
     }
 
+    type WideGroup = Self;
+
+    #[inline(always)]
+    fn wide_group(self) -> Self::WideGroup {
+        self
+    }
+
     #[inline(always)]
     fn splat(self, v: f32) -> __m128 {
         proven!(_mm_set1_ps(v))
@@ -189,6 +196,13 @@ impl Lanes for Avx2 {
 
     #[inline(always)]
     fn group(self) -> Self::Group {
+        Pair::of(Pair::of(self))
+    }
+
+    type WideGroup = Pair<Pair<Self>>;
+
+    #[inline(always)]
+    fn wide_group(self) -> Self::WideGroup {
         Pair::of(Pair::of(self))
     }
 
@@ -397,6 +411,13 @@ impl Lanes for Avx512 {
     #[inline(always)]
     fn group(self) -> Self::Group {
         Pair::of(Pair::of(self))
+    }
+
+    type WideGroup = Pair<Pair<Pair<Self>>>;
+
+    #[inline(always)]
+    fn wide_group(self) -> Self::WideGroup {
+        Pair::of(Pair::of(Pair::of(self)))
     }
 
     #[inline(always)]

@@ -237,7 +237,7 @@ impl<M: Mode> Kernel for Erf<M> {
 
 kernel_type!(
     /// Kernel of [`one_plus_erf`].
-    OnePlusErf => one_plus_erf
+    OnePlusErf => one_plus_erf, wide
 );
 
 fused_kernel_type!(

@@ -188,15 +188,15 @@ pub fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`exp`].
-    Exp => exp
+    Exp => exp, wide
 );
 kernel_type!(
     /// Kernel of [`exp_nonpositive`].
-    ExpNonPositive => exp_nonpositive
+    ExpNonPositive => exp_nonpositive, wide
 );
 fused_kernel_type!(
     /// Kernel of [`fast_exp`] (always fused).
-    FastExp => fast_exp
+    FastExp => fast_exp, wide
 );
 
 #[cfg(test)]

@@ -120,7 +120,7 @@ kernel_type!(
 );
 kernel_type!(
     /// Kernel of [`gelu_tanh`].
-    GeluTanh => gelu_tanh
+    GeluTanh => gelu_tanh, wide
 );
 
 #[cfg(test)]

@@ -18,11 +18,41 @@ use crate::mode::{Mode, compiled_once_per_mode};
 /// those of one register at a time.
 #[inline(always)]
 pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
-    let q = l.group();
-    let mut s = src.chunks_exact(L::Group::WIDTH);
-    let mut d = dst.chunks_exact_mut(L::Group::WIDTH);
+    map_lanes_by::<L, _, K>(l, l.group(), src, dst)
+}
+
+/// Runs `K` over `data` in place on the lanes `l`, as [`map_lanes`] does. (No closure: a
+/// kernel inside a closure called from several places may be left out of line, outside the
+/// instruction set's `#[target_feature]` function.)
+#[inline(always)]
+pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
+    map_lanes_in_place_by::<L, _, K>(l, l.group(), data)
+}
+
+/// [`Kernel::map`] of a kernel of long dependent chains: as [`map_lanes`] (or
+/// [`map_lanes_in_place`] when `src` is `None`), with a [`Lanes::WideGroup`] of registers per
+/// loop iteration. The same bits: only the number of registers in flight changes.
+#[inline(always)]
+pub fn map_wide<L: Lanes, K: Kernel>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
+    if L::WideGroup::WIDTH == L::Group::WIDTH {
+        return match src {
+            Some(src) => map_lanes::<L, K>(l, src, dst),
+            None => map_lanes_in_place::<L, K>(l, dst),
+        };
+    }
+    match src {
+        Some(src) => map_lanes_by::<L, _, K>(l, l.wide_group(), src, dst),
+        None => map_lanes_in_place_by::<L, _, K>(l, l.wide_group(), dst),
+    }
+}
+
+/// [`map_lanes`] with the group `g` (registers of `l` taken together).
+#[inline(always)]
+fn map_lanes_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, src: &[f32], dst: &mut [f32]) {
+    let mut s = src.chunks_exact(G::WIDTH);
+    let mut d = dst.chunks_exact_mut(G::WIDTH);
     for (s, d) in (&mut s).zip(&mut d) {
-        q.store(K::apply(q, q.load(s)), d);
+        g.store(K::apply(g, g.load(s)), d);
     }
     let w = L::WIDTH;
     let mut s = s.remainder().chunks_exact(w);
@@ -36,15 +66,12 @@ pub fn map_lanes<L: Lanes, K: Kernel>(l: L, src: &[f32], dst: &mut [f32]) {
     }
 }
 
-/// Runs `K` over `data` in place on the lanes `l`, as [`map_lanes`] does. (No closure: a
-/// kernel inside a closure called from several places may be left out of line, outside the
-/// instruction set's `#[target_feature]` function.)
+/// [`map_lanes_in_place`] with the group `g`.
 #[inline(always)]
-pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
-    let q = l.group();
-    let mut d = data.chunks_exact_mut(L::Group::WIDTH);
+fn map_lanes_in_place_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, data: &mut [f32]) {
+    let mut d = data.chunks_exact_mut(G::WIDTH);
     for d in &mut d {
-        q.store(K::apply(q, q.load(d)), d);
+        g.store(K::apply(g, g.load(d)), d);
     }
     let mut d = d.into_remainder().chunks_exact_mut(L::WIDTH);
     for d in &mut d {
@@ -157,9 +184,11 @@ mod tests {
     use crate::lanes::Isa;
     use crate::mode::{Exact, Fast};
 
-    /// The registers of a [`Lanes::Group`] through a kernel at once give the bits of one lane
-    /// at a time (the scalar path, whose group is one register), for every function, mode and
-    /// instruction set, when they differ: one odd value (a NaN, an infinity, a value past a
+    /// The registers of a [`Lanes::Group`] (or a [`Lanes::WideGroup`]) through a kernel at
+    /// once give the bits of one lane at a time (the scalar path, whose group is one
+    /// register), for every function, mode and instruction set, out of place and in place, at
+    /// lengths that end in a partial register and in whole registers after the last group:
+    /// one odd value (a NaN, an infinity, a value past a
     /// clamp or in another region of the algorithm) in one register of a group sends the
     /// whole group down the slow path, which must change nothing for its other registers.
     #[test]
@@ -184,7 +213,12 @@ mod tests {
             200.0,
             -1e30,
         ];
-        let n = 64 * 64 + 13;
+        for n in [64 * 64 + 13, 64 * 64 + 5 * 16 + 3] {
+            groups_against_scalar(n, &odd);
+        }
+    }
+
+    fn groups_against_scalar(n: usize, odd: &[f32]) {
         let mut src: Vec<f32> = (0..n)
             .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4093) as f32 / 4093.0))
             .collect();
@@ -203,16 +237,29 @@ mod tests {
                     } else {
                         map_slice_in_mode::<Exact>
                     };
+                    let map_in_place = if fast {
+                        map_slice_in_place_in_mode::<Fast>
+                    } else {
+                        map_slice_in_place_in_mode::<Exact>
+                    };
                     let (mut grouped, mut single) = (vec![0f32; n], vec![0f32; n]);
                     map(func, isa, src, &mut grouped);
                     map(func, scalar, src, &mut single);
+                    let mut in_place = src.clone();
+                    map_in_place(func, isa, &mut in_place);
                     for (i, (g, s)) in grouped.iter().zip(&single).enumerate() {
                         assert_eq!(
                             g.to_bits(),
                             s.to_bits(),
-                            "{func} fast {fast} on {:?} at {i} (x = {:e})",
+                            "{func} fast {fast} on {:?} at {i} of {n} (x = {:e})",
                             isa.isa(),
                             src[i]
+                        );
+                        assert_eq!(
+                            in_place[i].to_bits(),
+                            s.to_bits(),
+                            "{func} fast {fast} in place on {:?} at {i} of {n}",
+                            isa.isa()
                         );
                     }
                 }

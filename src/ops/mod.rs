@@ -54,8 +54,12 @@ pub trait Kernel: Sized + Send + Sync + 'static {
 }
 
 /// Declares a zero-sized kernel type for an `fn<L, M>(l, x)` operator.
+///
+/// `$name => $func, wide` declares a kernel whose slice loop takes a [`Lanes::WideGroup`] at
+/// once ([`map::map_wide`]): one of long dependent chains (an exp inside) that was measured to
+/// gain from more registers in flight.
 macro_rules! kernel_type {
-    ($(#[$doc:meta])* $name:ident => $func:ident) => {
+    ($(#[$doc:meta])* $name:ident => $func:ident $(, $wide:ident)?) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name<M>(core::marker::PhantomData<M>);
@@ -65,6 +69,7 @@ macro_rules! kernel_type {
             fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
                 $func::<L, M>(l, x)
             }
+            $($crate::ops::wide_map!($wide);)?
         }
     };
 }
@@ -73,7 +78,7 @@ pub(crate) use kernel_type;
 /// Declares the kernel type `$name` of `$func`, a fast-mode-only function (no mode parameter,
 /// always fused): the fast exp and the fitted rationals.
 macro_rules! fused_kernel_type {
-    ($(#[$doc:meta])* $name:ident => $func:ident) => {
+    ($(#[$doc:meta])* $name:ident => $func:ident $(, $wide:ident)?) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name;
@@ -83,10 +88,22 @@ macro_rules! fused_kernel_type {
             fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
                 $func(l, x)
             }
+            $($crate::ops::wide_map!($wide);)?
         }
     };
 }
 pub(crate) use fused_kernel_type;
+
+/// The [`Kernel::map`] of a kernel declared `wide` by [`kernel_type`] or [`fused_kernel_type`].
+macro_rules! wide_map {
+    (wide) => {
+        #[inline(always)]
+        fn map<L: $crate::lanes::Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
+            $crate::ops::map::map_wide::<L, Self>(l, src, dst)
+        }
+    };
+}
+pub(crate) use wide_map;
 
 /// The canonical quiet NaN, `0x7FC00000`: every NaN result of the crate.
 pub const CANONICAL_NAN: f32 = f32::from_bits(0x7FC0_0000);

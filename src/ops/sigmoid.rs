@@ -53,7 +53,7 @@ pub fn sigmoid_of_number<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`sigmoid`].
-    Sigmoid => sigmoid
+    Sigmoid => sigmoid, wide
 );
 
 #[cfg(test)]

@@ -31,5 +31,5 @@ pub fn silu<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`silu`].
-    Silu => silu
+    Silu => silu, wide
 );
