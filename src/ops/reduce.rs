@@ -64,10 +64,17 @@ pub fn tree(mut p: [f32; PARTIALS]) -> f32 {
     p[0]
 }
 
+/// The most registers [`canonical_sum_with`] forms before adding them.
+pub const AHEAD_MAX: usize = 8;
+
 /// The canonical sum of `n` values delivered a register at a time: `reg(start, len)` returns
 /// the register of elements `start..start + len` (`len == WIDTH`, or fewer at the end of the
 /// row, their other lanes anything). Lanes past the end of the row contribute `+0`, whatever
 /// `reg` put there.
+///
+/// `ahead` (at most [`AHEAD_MAX`]; a multiple of the registers per 16 elements, or it is
+/// ignored) registers are formed before any of them is added: with an exp in `reg`, more
+/// independent chains in flight. The bits do not depend on it.
 ///
 /// A closure does not get the `#[target_feature]` of the function it is written in: left out
 /// of line, its lane operations become calls. Callers with a large body (an exp) mark their
@@ -76,13 +83,30 @@ pub fn tree(mut p: [f32; PARTIALS]) -> f32 {
 pub fn canonical_sum_with<L: Lanes>(
     l: L,
     n: usize,
+    ahead: usize,
     mut reg: impl FnMut(usize, usize) -> L::F,
 ) -> f32 {
     let w = L::WIDTH;
     let regs = CanonicalSum::<L>::REGS;
     let mut sum = CanonicalSum::new(l);
+    // `ahead` registers formed before any of them is added, then added in their order: the
+    // same additions in the same order as one register at a time.
+    let ahead = ahead.min(AHEAD_MAX);
+    let mut start = 0;
+    if ahead > regs && ahead.is_multiple_of(regs) {
+        while start + ahead * w <= n {
+            let mut v = [l.splat(0.0); AHEAD_MAX];
+            for (k, v) in v[..ahead].iter_mut().enumerate() {
+                *v = reg(start + k * w, w);
+            }
+            for (k, &v) in v[..ahead].iter().enumerate() {
+                sum.add_register(l, k % regs, v);
+            }
+            start += ahead * w;
+        }
+    }
     let full = n - n % PARTIALS;
-    for start in (0..full).step_by(PARTIALS) {
+    for start in (start..full).step_by(PARTIALS) {
         for r in 0..regs {
             sum.add_register(l, r, reg(start + r * w, w));
         }
@@ -113,6 +137,7 @@ pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -
     canonical_sum_with(
         l,
         row.len(),
+        1,
         #[inline(always)]
         |start, len| f(l.load_partial(&row[start..start + len], 0.0)),
     )
