@@ -8,7 +8,8 @@
 pub mod taylor;
 
 use super::{
-    ROUND_MAGIC, fused_kernel_type, horner, kernel_type, nan_where_nan, pow2i, scale_normal,
+    ROUND_MAGIC, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, pow2i,
+    scale_normal,
 };
 use crate::lanes::Lanes;
 use crate::mode::Mode;
@@ -77,7 +78,7 @@ pub const EXP_ONE_SCALE: f32 = 86.0;
 /// `one_scale_path_equals_the_two_factor_form` checks it on a dense sweep.
 #[inline(always)]
 pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
-    if l.all(l.lt(super::abs(l, x), l.splat(EXP_ONE_SCALE))) {
+    if all_abs_below(l, x, EXP_ONE_SCALE) {
         exp_one_scale::<L, M>(l, x)
     } else {
         exp_two_factor::<L, M>(l, x)
@@ -128,8 +129,8 @@ pub fn exp_in<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 /// [`exp`] to within its bound while `2^n` is finite, and `+inf` from the first `x` whose `n`
 /// reaches 128 (about 88.38) on.
 ///
-/// A register whose lanes all lie in `[EXP_NONPOSITIVE_FLUSH, 86]` skips the selects, which
-/// change nothing there (no NaN, no flush, `n <= 124`).
+/// A register whose lanes all have `|x| < 86` (inside `[EXP_NONPOSITIVE_FLUSH, 86]`) skips the
+/// selects, which change nothing there (no NaN, no flush, `n <= 124`).
 #[inline(always)]
 pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n) = reduce::<L, M>(l, x);
@@ -137,11 +138,8 @@ pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     // `x >= EXP_NONPOSITIVE_FLUSH` (a normal result, `p` in `[0.70, 1.42]`); the selects below
     // replace every other lane. `n` is needed below.
     let y = scale_normal(l, p, n);
-    let in_range = l.mask_and(
-        l.ge(x, l.splat(EXP_NONPOSITIVE_FLUSH)),
-        l.ge(l.splat(EXP_ONE_SCALE), x),
-    );
-    if l.all(in_range) {
+    // `|x| < 86` lies inside `[EXP_NONPOSITIVE_FLUSH, 86]`, where the selects change nothing.
+    if all_abs_below(l, x, EXP_ONE_SCALE) {
         return y;
     }
     let y = l.select(l.gt_i(n, l.splat_i(127)), l.splat(f32::INFINITY), y);
@@ -156,10 +154,10 @@ pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
     let lo = l.splat(FAST_EXP_LOW);
     let hi = l.splat(FAST_EXP_HIGH);
-    // One test per register (one mask, one branch): when every lane is inside [lo, hi] (a NaN
-    // is not), the clamp and the selects below change nothing, so they are skipped; the bits
-    // are the same.
-    if l.all(l.mask_and(l.ge(x, lo), l.ge(hi, x))) {
+    // One test per register (one mask, one branch): when every `|x| <= 87.3` (inside
+    // [lo, hi]; a NaN is not), the clamp and the selects below change nothing, so they are
+    // skipped; the bits are the same.
+    if all_abs_below(l, x, (-FAST_EXP_LOW).next_up()) {
         return fast_exp_in_range(l, x);
     }
     let below = l.lt(x, lo);

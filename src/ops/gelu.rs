@@ -19,7 +19,7 @@ pub const GELU_TANH_CUBIC: f32 = 0.044_715;
 fn gelu_specials<L: Lanes>(l: L, x: L::F, y: L::F) -> L::F {
     // A register of finite values (the usual case) has none to place: the selects would change
     // nothing, so one test skips them.
-    if l.all(l.lt(super::abs(l, x), l.splat(f32::INFINITY))) {
+    if super::all_abs_below(l, x, f32::INFINITY) {
         return y;
     }
     let y = l.select(l.eq(x, l.splat(f32::NEG_INFINITY)), l.splat(-0.0), y);
@@ -90,7 +90,7 @@ pub fn gelu_erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     let clamp = l.splat(GELU_CLAMP);
     // A register with every `|x| <= 5.6` (no NaN, no infinity) needs neither the clamp nor a
     // select: one test, the same bits.
-    if l.all(l.ge(clamp, ax)) {
+    if super::all_abs_below(l, x, GELU_CLAMP.next_up()) {
         return gelu_rational_core(l, x, ax);
     }
     let c = l.select(l.gt(ax, clamp), clamp, ax);

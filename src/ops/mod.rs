@@ -129,6 +129,22 @@ pub fn nan_where_nan<L: Lanes>(l: L, x: L::F, r: L::F) -> L::F {
     l.select(l.is_nan(x), l.splat(CANONICAL_NAN), r)
 }
 
+/// Whether every lane has `|x| < limit` (`limit` positive: a finite value or `+inf`; a NaN
+/// lane has not), compared as integers: the bit pattern of `|x|` against that of `limit`.
+/// Non-negative floats are ordered as their bit patterns, and NaN's patterns lie above
+/// infinity's, so it is the float comparison.
+///
+/// Why integers: on Zen 3 and Zen 4 a float compare takes a slot on the two pipes that run
+/// the multiplies and fused multiply-adds, which an exp keeps busy; the integer `and` and
+/// compare run elsewhere. The fast exp's range test this way took it to 0.85x its time on
+/// AVX-512 and 0.91x on AVX2 (1M elements, Zen 4).
+#[inline(always)]
+pub fn all_abs_below<L: Lanes>(l: L, x: L::F, limit: f32) -> bool {
+    debug_assert!(limit > 0.0);
+    let abs_bits = l.and_i(l.to_bits(x), l.splat_i(0x7FFF_FFFF));
+    l.all(l.gt_i(l.splat_i(limit.to_bits() as i32), abs_bits))
+}
+
 /// Horner's rule from the highest coefficient down: `acc = c[0]`, then `acc = acc*x + c[k]`
 /// (the spec's `c + acc*x`), each step through [`Mode::madd`].
 #[inline(always)]

@@ -4,7 +4,7 @@
 //! `e^-x` finite.
 
 use super::exp::{FAST_EXP_LOW, exp_in, fast_exp, fast_exp_in_range};
-use super::{abs, kernel_type, nan_where_nan, sign_bit};
+use super::{abs, all_abs_below, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -35,7 +35,7 @@ pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bo
     let nz = l.sub(l.splat(0.0), z);
     let one = l.splat(1.0);
     let limit = l.splat(-FAST_EXP_LOW);
-    if l.all(l.mask_and(l.ge(nz, l.splat(FAST_EXP_LOW)), l.ge(limit, nz))) {
+    if all_abs_below(l, nz, (-FAST_EXP_LOW).next_up()) {
         return (l.div(x, l.add(one, fast_exp_in_range(l, nz))), true);
     }
     let y = l.div(x, l.add(one, fast_exp(l, nz)));
