@@ -116,7 +116,7 @@ fused_kernel_type!(
 
 kernel_type!(
     /// Kernel of [`gelu_erf`].
-    GeluErf => gelu_erf
+    GeluErf => gelu_erf, wide
 );
 kernel_type!(
     /// Kernel of [`gelu_tanh`].

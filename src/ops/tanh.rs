@@ -57,7 +57,7 @@ pub fn tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 
 kernel_type!(
     /// Kernel of [`tanh`].
-    Tanh => tanh
+    Tanh => tanh, wide
 );
 
 /// From this `|x|` on, fast mode's tanh is `+-1` (`tanh` rounds to 1 in f32 from 9.011 on).
