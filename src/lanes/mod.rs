@@ -71,8 +71,9 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// [`Lanes::Group`] elsewhere. With 32 architectural registers, eight chains of an exp
     /// (about 24 dependent steps each) still fit, and the scheduler finds ready work in more of
     /// them: on Zen 4 the exact exp, sigmoid and SiLU took 0.91-0.92x the time of a group of
-    /// four. Kernels with a division or a short chain did not gain (fast tanh 1.19x, log
-    /// 1.03-1.15x), and on AVX2's 16 registers eight spilled (up to 1.33x), so it is opt-in.
+    /// four, exact tanh 0.96x. The fast rationals (a short chain, then a division) and log did
+    /// not gain (fast tanh 1.19x, log 1.03-1.15x), and on AVX2's 16 registers eight spilled
+    /// (up to 1.33x), so it is opt-in.
     type WideGroup: Lanes;
 
     /// The [`Lanes::WideGroup`] of this token.
