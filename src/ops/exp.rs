@@ -152,14 +152,13 @@ pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 /// for NaN. About 2.3 ulp. Always fused, whatever the mode.
 #[inline(always)]
 pub fn fast_exp<L: Lanes>(l: L, x: L::F) -> L::F {
-    let lo = l.splat(FAST_EXP_LOW);
-    let hi = l.splat(FAST_EXP_HIGH);
     // One test per register (one mask, one branch): when every `|x| <= 87.3` (inside
     // [lo, hi]; a NaN is not), the clamp and the selects below change nothing, so they are
     // skipped; the bits are the same.
     if all_abs_below(l, x, (-FAST_EXP_LOW).next_up()) {
         return fast_exp_in_range(l, x);
     }
+    let (lo, hi) = (l.splat(FAST_EXP_LOW), l.splat(FAST_EXP_HIGH));
     let below = l.lt(x, lo);
     let xc = l.select(below, lo, l.select(l.gt(x, hi), hi, x));
     let y = fast_exp_in_range(l, xc);

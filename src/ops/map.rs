@@ -34,12 +34,8 @@ pub fn map_lanes_in_place<L: Lanes, K: Kernel>(l: L, data: &mut [f32]) {
 /// loop iteration. The same bits: only the number of registers in flight changes.
 #[inline(always)]
 pub fn map_wide<L: Lanes, K: Kernel>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-    if L::WideGroup::WIDTH == L::Group::WIDTH {
-        return match src {
-            Some(src) => map_lanes::<L, K>(l, src, dst),
-            None => map_lanes_in_place::<L, K>(l, dst),
-        };
-    }
+    // Where the wide group is the group (every lane type but AVX-512), this is `map_lanes`
+    // itself: the same group type, the same instantiation.
     match src {
         Some(src) => map_lanes_by::<L, _, K>(l, l.wide_group(), src, dst),
         None => map_lanes_in_place_by::<L, _, K>(l, l.wide_group(), dst),

@@ -34,10 +34,10 @@ pub fn sigmoid<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bool) {
     let nz = l.sub(l.splat(0.0), z);
     let one = l.splat(1.0);
-    let limit = l.splat(-FAST_EXP_LOW);
     if all_abs_below(l, nz, (-FAST_EXP_LOW).next_up()) {
         return (l.div(x, l.add(one, fast_exp_in_range(l, nz))), true);
     }
+    let limit = l.splat(-FAST_EXP_LOW);
     let y = l.div(x, l.add(one, fast_exp(l, nz)));
     (l.select(l.gt(nz, limit), sign_bit(l, x), y), false)
 }
