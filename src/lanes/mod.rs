@@ -286,6 +286,46 @@ mod tests {
         }
     }
 
+    /// Partial loads and stores of every length on one lane type: `load_partial` gives the
+    /// slice then `pad`; `store_partial` writes the slice's lanes and nothing after them (the
+    /// slice is cut from a longer buffer whose other values must stay).
+    struct Partial;
+
+    impl WithLanes for Partial {
+        type Output = ();
+        const USES_FMA: bool = false;
+        fn run<L: Lanes>(self, l: L) {
+            let w = L::WIDTH;
+            let src: Vec<f32> = (0..w).map(|i| i as f32 + 0.5).collect();
+            for len in 0..=w {
+                let mut all = [7.0f32; MAX_WIDTH];
+                l.store(l.load_partial(&src[..len], -1.0), &mut all);
+                for (i, &x) in all[..w].iter().enumerate() {
+                    assert_eq!(
+                        x,
+                        if i < len { src[i] } else { -1.0 },
+                        "load of {len}, lane {i}"
+                    );
+                }
+                let mut buf = [7.0f32; 2 * MAX_WIDTH];
+                l.store_partial(l.load(&src), &mut buf[1..1 + len]);
+                assert_eq!(buf[0], 7.0, "store of {len} wrote before the slice");
+                assert_eq!(&buf[1..1 + len], &src[..len], "store of {len}");
+                assert!(
+                    buf[1 + len..].iter().all(|&x| x == 7.0),
+                    "store of {len} wrote past it"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type() {
+        for isa in Isa::available() {
+            isa.supported().unwrap().dispatch(Partial);
+        }
+    }
+
     #[test]
     fn mul_splat_is_the_product_with_the_splat_on_every_lane_type() {
         let specials = [

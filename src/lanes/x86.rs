@@ -187,6 +187,16 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
     }
 }
 
+impl Avx2 {
+    /// All ones in the first `n < 8` 32-bit lanes, zeros in the rest: the mask of a partial
+    /// register.
+    #[inline(always)]
+    fn first_lanes(self, n: usize) -> __m256i {
+        let index = proven!(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        proven!(_mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), index))
+    }
+}
+
 impl Lanes for Avx2 {
     const WIDTH: usize = 8;
     type F = __m256;
@@ -225,6 +235,30 @@ impl Lanes for Avx2 {
         let dst = &mut dst[..8];
         // SAFETY: `dst` has eight elements; the token proves AVX.
         unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn load_partial(self, src: &[f32], pad: f32) -> __m256 {
+        if src.len() >= 8 {
+            return self.load(src);
+        }
+        let lanes = self.first_lanes(src.len());
+        // SAFETY: the mask selects the first `src.len()` lanes, all inside `src`; a masked-off
+        // lane is not accessed (`vmaskmovps` raises no fault for it) and loads as zero, then
+        // takes `pad`. The token proves AVX2.
+        unsafe {
+            let x = _mm256_maskload_ps(src.as_ptr(), lanes);
+            _mm256_blendv_ps(_mm256_set1_ps(pad), x, _mm256_castsi256_ps(lanes))
+        }
+    }
+    #[inline(always)]
+    fn store_partial(self, v: __m256, dst: &mut [f32]) {
+        if dst.len() >= 8 {
+            return self.store(v, dst);
+        }
+        let lanes = self.first_lanes(dst.len());
+        // SAFETY: the mask selects the first `dst.len()` lanes, all inside `dst`; a masked-off
+        // lane is neither written nor accessed. The token proves AVX2.
+        unsafe { _mm256_maskstore_ps(dst.as_mut_ptr(), lanes, v) }
     }
     #[inline(always)]
     fn add(self, a: __m256, b: __m256) -> __m256 {
@@ -439,6 +473,28 @@ impl Lanes for Avx512 {
         let dst = &mut dst[..16];
         // SAFETY: `dst` has sixteen elements; the token proves AVX-512F.
         unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn load_partial(self, src: &[f32], pad: f32) -> __m512 {
+        if src.len() >= 16 {
+            return self.load(src);
+        }
+        // The lanes of `src`, as a mask: a masked load instead of a copy through memory.
+        let k = ((1u32 << src.len()) - 1) as __mmask16;
+        // SAFETY: the mask selects the first `src.len()` lanes, all inside `src`; a masked-off
+        // lane is not accessed (AVX-512 suppresses its faults) and takes `pad`. The token
+        // proves AVX-512F.
+        unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(pad), k, src.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store_partial(self, v: __m512, dst: &mut [f32]) {
+        if dst.len() >= 16 {
+            return self.store(v, dst);
+        }
+        let k = ((1u32 << dst.len()) - 1) as __mmask16;
+        // SAFETY: the mask selects the first `dst.len()` lanes, all inside `dst`; a masked-off
+        // lane is neither written nor accessed. The token proves AVX-512F.
+        unsafe { _mm512_mask_storeu_ps(dst.as_mut_ptr(), k, v) }
     }
     #[inline(always)]
     fn add(self, a: __m512, b: __m512) -> __m512 {
