@@ -3,7 +3,10 @@
 //! (2 * seq^2 * head_dim per head for each of the two products, halved for causal), so
 //! criterion's elements/s is FLOP/s.
 //!
-//! Then decode: one query per head against a KV cache of 4096 keys (`attention-decode`).
+//! Then decode: one query per head against a KV cache of 4096 keys (`attention-decode`), and
+//! the transformer block's attention (`attention-block/256`: seq 256, q, k and v strided views
+//! of one `[256, 3 * 768]` qkv matrix, the output heads interleaved as the block has them)
+//! beside the same attention on contiguous `[1, 12, 256, 64]` arrays.
 //!
 //! ```text
 //! cargo bench --bench attention
@@ -13,7 +16,7 @@ use activation_kernels::AttentionOptions;
 use activation_kernels::Session;
 use activation_kernels::epilogue::Identity;
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
-use ndarray::{Array2, Array4};
+use ndarray::{Array2, Array4, s};
 
 fn data(n: usize, k: usize) -> Vec<f32> {
     (0..n)
@@ -86,6 +89,63 @@ fn attention(c: &mut Criterion) {
     g.bench_function("fast", |b| {
         b.iter(|| {
             f.attention_into(black_box(&q1), &kc, &vc, &mut o1, &opts)
+                .unwrap()
+        })
+    });
+    g.finish();
+    attention_block(c, &e, &f, &opts);
+}
+
+/// The transformer block's attention: GPT-2 small at seq 256, in the block's layout and in
+/// contiguous arrays.
+fn attention_block(
+    c: &mut Criterion,
+    e: &Session<activation_kernels::Exact>,
+    f: &Session<activation_kernels::Fast>,
+    opts: &AttentionOptions<'_>,
+) {
+    let (heads, seq, dim) = (12usize, 256usize, 64usize);
+    let d = heads * dim;
+    let qkv = Array2::from_shape_vec((seq, 3 * d), data(seq * 3 * d, 9)).unwrap();
+    let qkv5 = qkv
+        .view()
+        .into_shape_with_order((1, seq, 3, heads, dim))
+        .unwrap();
+    let part = |i: usize| {
+        qkv5.slice_move(s![.., .., i, .., ..])
+            .permuted_axes([0, 2, 1, 3])
+    };
+    let (q, k, v) = (part(0), part(1), part(2));
+    let (qc, kc, vc) = (q.to_owned(), k.to_owned(), v.to_owned());
+    let mut out = Array4::<f32>::zeros((1, seq, heads, dim));
+    let mut outc = Array4::<f32>::zeros((1, heads, seq, dim));
+    let flops = (heads * 2 * 2 * seq * seq * dim / 2) as u64;
+    let mut g = c.benchmark_group(format!("attention-block/{seq}"));
+    g.throughput(Throughput::Elements(flops));
+    g.sample_size(20);
+    g.bench_function("exact", |b| {
+        b.iter(|| {
+            let mut o = out.view_mut().permuted_axes([0, 2, 1, 3]);
+            e.attention_into(black_box(&q), &k, &v, &mut o, opts)
+                .unwrap()
+        })
+    });
+    g.bench_function("fast", |b| {
+        b.iter(|| {
+            let mut o = out.view_mut().permuted_axes([0, 2, 1, 3]);
+            f.attention_into(black_box(&q), &k, &v, &mut o, opts)
+                .unwrap()
+        })
+    });
+    g.bench_function("exact-contiguous", |b| {
+        b.iter(|| {
+            e.attention_into(black_box(&qc), &kc, &vc, &mut outc, opts)
+                .unwrap()
+        })
+    });
+    g.bench_function("fast-contiguous", |b| {
+        b.iter(|| {
+            f.attention_into(black_box(&qc), &kc, &vc, &mut outc, opts)
                 .unwrap()
         })
     });

@@ -328,13 +328,33 @@ pub struct ScoreMask<'a> {
     pub add: Option<&'a [f32]>,
 }
 
-impl ScoreMask<'_> {
+impl<'a> ScoreMask<'a> {
     /// Nothing masked in a row of `n` keys.
     pub fn none(n: usize) -> Self {
         ScoreMask {
             end: n,
             keep: None,
             add: None,
+        }
+    }
+
+    /// The leading keys of a row of `n` that this mask may leave visible: without a `keep`
+    /// mask, those before `end`; every key after them is masked whatever its score, so it
+    /// need not be read. With a `keep` mask, all `n`.
+    pub fn visible(&self, n: usize) -> usize {
+        if self.keep.is_none() {
+            self.end.min(n)
+        } else {
+            n
+        }
+    }
+
+    /// This mask over the first `len` keys of the row.
+    fn prefix(&self, len: usize) -> ScoreMask<'a> {
+        ScoreMask {
+            end: self.end.min(len),
+            keep: self.keep.map(|k| &k[..len]),
+            add: self.add.map(|a| &a[..len]),
         }
     }
 }
@@ -379,6 +399,10 @@ pub fn scale_and_mask<L: Lanes>(l: L, row: &mut [f32], scale: f32, mask: &ScoreM
 }
 
 /// [`scale_and_mask`], then the softmax of the row.
+///
+/// The keys past the mask's visible ones ([`ScoreMask::visible`]: a causal limit or a key
+/// length) are neither read nor scaled: the softmax runs over the visible keys, with the
+/// bits of the whole row masked to `-inf` ([`softmax_row_visible`]).
 #[inline(always)]
 pub fn masked_softmax_row<L: Lanes, M: Mode>(
     l: L,
@@ -387,8 +411,37 @@ pub fn masked_softmax_row<L: Lanes, M: Mode>(
     mask: &ScoreMask<'_>,
     policy: MaskedRow,
 ) {
-    scale_and_mask(l, row, scale, mask);
-    softmax_row::<L, M>(l, row, policy, false);
+    let visible = mask.visible(row.len());
+    scale_and_mask(l, &mut row[..visible], scale, &mask.prefix(visible));
+    softmax_row_visible::<L, M>(l, row, visible, policy);
+}
+
+/// The softmax of a row whose entries from `visible` on are masked, without reading them: the
+/// bits of [`softmax_row`] of the row with those entries `-inf`. A masked entry adds
+/// `exp(-inf) = +0` to a partial of the canonical sum, which changes no partial (each is a sum
+/// of exps, never `-0`), and comes out `+0`; a row with nothing visible or a NaN takes the fill
+/// of the whole row. With the masked entries out of the row, the visible ones can take the
+/// exp's select-free form.
+#[inline(always)]
+fn softmax_row_visible<L: Lanes, M: Mode>(
+    l: L,
+    row: &mut [f32],
+    visible: usize,
+    policy: MaskedRow,
+) {
+    if visible == row.len() {
+        return softmax_row::<L, M>(l, row, policy, false);
+    }
+    let n = row.len();
+    let (head, tail) = row.split_at_mut(visible);
+    let RowExtremes { max: m, min, nan } = row_extremes(l, head);
+    if let Some(fill) = special_row_fill::<M>(m, nan, n, policy, false) {
+        head.fill(fill);
+        return tail.fill(fill);
+    }
+    let s = exp_shifted_sum::<L, M, true>(l, None, head, m, min);
+    normalise::<L, M>(l, head, s);
+    tail.fill(0.0);
 }
 
 /// One row through [`softmax_row`] (or [`softmax_row_into`] from `src`) or
@@ -634,12 +687,16 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
     const USES_FMA: bool = M::FAST;
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) -> f32 {
-        scale_and_mask(l, self.tile, self.scale, &self.mask);
+        // The keys past the visible ones are masked whatever their scores: not read, their
+        // exps `+0` (see `softmax_row_visible`).
+        let visible = self.mask.visible(self.tile.len());
+        let (head, tail) = self.tile.split_at_mut(visible);
+        scale_and_mask(l, head, self.scale, &self.mask.prefix(visible));
         let RowExtremes {
             max: tile_max,
             min,
             nan,
-        } = row_extremes(l, self.tile);
+        } = row_extremes(l, head);
         self.state.nan |= nan;
         let old = self.state.max;
         let new = if tile_max > old { tile_max } else { old };
@@ -648,7 +705,8 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
             return 1.0;
         }
         let rescale = exp_shift::<Scalar, M, false>(Scalar::new(), old, new, new == f32::INFINITY);
-        let s = exp_shifted_sum::<L, M, true>(l, None, self.tile, new, min);
+        let s = exp_shifted_sum::<L, M, true>(l, None, head, new, min);
+        tail.fill(0.0);
         self.state.sum = self.state.sum * rescale + s;
         self.state.max = new;
         rescale
@@ -718,6 +776,82 @@ mod tests {
                 (s >> 8) as f32 / (1u32 << 24) as f32 * 20.0 - 10.0
             })
             .collect()
+    }
+
+    /// The keys past a causal limit are not read (`ScoreMask::visible`), with the bits of the
+    /// whole row masked: the same limit written as a `keep` mask (which takes the whole-row path)
+    /// gives the same bits, for the two-pass softmax under every policy and for the online
+    /// update (its tile and its state), on every instruction set and in both modes. The rows
+    /// hold a NaN and an infinity past the limit (which must not show), and some a `+inf`, a
+    /// NaN or only `-inf` before it.
+    #[test]
+    fn keys_past_the_limit_are_not_read_and_change_no_bit() {
+        fn check<M: Mode>() {
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for isa in Isa::available() {
+                let isa = isa.supported().unwrap();
+                for n in [1usize, 5, 16, 33, 100] {
+                    let add: Vec<f32> = (0..n).map(|i| 0.125 * (i % 5) as f32).collect();
+                    for case in 0..4 {
+                        let mut raw = values(n, 7 + n as u32);
+                        match case {
+                            1 => raw[0] = f32::INFINITY,
+                            2 => raw[0] = f32::NAN,
+                            3 => raw.fill(f32::NEG_INFINITY),
+                            _ => {}
+                        }
+                        for end in [0, 1, n / 2, n.saturating_sub(1), n] {
+                            if end < n {
+                                raw[n - 1] = f32::NAN;
+                            }
+                            if end + 1 < n {
+                                raw[end] = f32::INFINITY;
+                            }
+                            let keep: Vec<bool> = (0..n).map(|j| j < end).collect();
+                            for add in [None, Some(&add[..])] {
+                                let limit = ScoreMask {
+                                    end,
+                                    keep: None,
+                                    add,
+                                };
+                                let written = ScoreMask {
+                                    end: n,
+                                    keep: Some(&keep),
+                                    add,
+                                };
+                                assert_eq!(limit.visible(n), end);
+                                let at = format!("{:?} n {n} case {case} end {end}", isa.isa());
+                                for policy in [MaskedRow::Zero, MaskedRow::Uniform, MaskedRow::Nan]
+                                {
+                                    let (mut a, mut b) = (raw.clone(), raw.clone());
+                                    masked_softmax_row_on::<M>(isa, &mut a, 0.75, limit, policy);
+                                    masked_softmax_row_on::<M>(isa, &mut b, 0.75, written, policy);
+                                    assert_eq!(bits(&a), bits(&b), "{policy:?} {at}");
+                                }
+                                let mut seen = OnlineSoftmax::new();
+                                let mut first = values(n, 3);
+                                seen.update::<M>(isa, &mut first, 0.5, ScoreMask::none(n));
+                                for start in [OnlineSoftmax::new(), seen] {
+                                    let (mut sa, mut sb) = (start, start);
+                                    let (mut a, mut b) = (raw.clone(), raw.clone());
+                                    let ra = sa.update::<M>(isa, &mut a, 0.75, limit);
+                                    let rb = sb.update::<M>(isa, &mut b, 0.75, written);
+                                    assert_eq!(bits(&a), bits(&b), "online tile, {at}");
+                                    assert_eq!(
+                                        bits(&[ra, sa.sum, sa.max]),
+                                        bits(&[rb, sb.sum, sb.max]),
+                                        "online state, {at}"
+                                    );
+                                    assert_eq!(sa.nan, sb.nan, "online NaN, {at}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        check::<Exact>();
+        check::<crate::mode::Fast>();
     }
 
     #[test]
