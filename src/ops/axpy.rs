@@ -43,40 +43,180 @@ pub fn madd_rows<L: Lanes, M: Mode>(l: L, acc: &mut [f32], coeffs: &[f32], rows:
     }
 }
 
-struct MaddRows<'a, M> {
-    acc: &'a mut [f32],
-    coeffs: &'a [f32],
+/// `R` rows continued by the same sequence of rows, each with its own coefficients:
+/// `acc_r[j] = M::madd(p_r[k], rows[k][j], acc_r[j])` for `k` increasing, with `acc_r` row `r`
+/// of `acc` (`cols` values per row) and `p_r` the `rows.len()` values at `p[r * ldp..]`. Each
+/// element is one lane through its whole sequence, so the bits are those of `R` calls of
+/// [`madd_rows`]; the `R` rows share each load of `rows[k]` and their chains overlap.
+#[inline(always)]
+fn madd_row_group<L: Lanes, M: Mode, const R: usize, const NV: usize>(
+    l: L,
+    acc: &mut [f32],
+    cols: usize,
+    p: &[f32],
+    ldp: usize,
+    rows: &[&[f32]],
+) {
+    let w = L::WIDTH;
+    let n = rows.len();
+    let coeffs: [&[f32]; R] = core::array::from_fn(|r| &p[r * ldp..r * ldp + n]);
+    let mut j0 = 0;
+    // `NV` registers of each row at a time, then one (or part of one).
+    while j0 + NV * w <= cols {
+        let mut a = [[l.splat(0.0); NV]; R];
+        for (r, a) in a.iter_mut().enumerate() {
+            for (v, a) in a.iter_mut().enumerate() {
+                *a = l.load(&acc[r * cols + j0 + v * w..]);
+            }
+        }
+        for (k, row) in rows.iter().enumerate() {
+            let row = &row[j0..j0 + NV * w];
+            let mut x = [l.splat(0.0); NV];
+            for (v, x) in x.iter_mut().enumerate() {
+                *x = l.load(&row[v * w..]);
+            }
+            for (a, c) in a.iter_mut().zip(&coeffs) {
+                for (a, &x) in a.iter_mut().zip(&x) {
+                    *a = M::madd_splat(l, &c[k], x, *a);
+                }
+            }
+        }
+        for (r, a) in a.iter().enumerate() {
+            for (v, &a) in a.iter().enumerate() {
+                l.store(a, &mut acc[r * cols + j0 + v * w..]);
+            }
+        }
+        j0 += NV * w;
+    }
+    while j0 < cols {
+        let j1 = (j0 + w).min(cols);
+        let mut a = [l.splat(0.0); R];
+        for (r, a) in a.iter_mut().enumerate() {
+            *a = l.load_partial(&acc[r * cols + j0..r * cols + j1], 0.0);
+        }
+        for (k, row) in rows.iter().enumerate() {
+            let x = l.load_partial(&row[j0..j1], 0.0);
+            for (a, c) in a.iter_mut().zip(&coeffs) {
+                *a = M::madd_splat(l, &c[k], x, *a);
+            }
+        }
+        for (r, &a) in a.iter().enumerate() {
+            l.store_partial(a, &mut acc[r * cols + j0..r * cols + j1]);
+        }
+        j0 = j1;
+    }
+}
+
+/// Rows of a product in which row `i` has its own length: `out_i = sum over k < lens[i] of
+/// p_i[k] * rows[k]`, each sum in increasing `k` from `+0` (`M::madd`: in exact mode the product
+/// rounded, then the sum), with `out_i` row `i` of `out` (`cols` values per row) and `p_i` the
+/// values at `p[i * ldp..]`. The bits of one sequential sum per row, the same on every lane
+/// width: a key past a row's length never enters its sum (whatever it holds, inf or NaN).
+///
+/// Rows go four at a time over the keys all four see, then each continues alone over the rest
+/// of its own: with lengths that grow by one per row (a causal block of attention), that rest
+/// is at most three keys.
+#[inline(always)]
+pub fn ragged_row_products<L: Lanes, M: Mode>(
+    l: L,
+    out: &mut [f32],
+    cols: usize,
+    p: &[f32],
+    ldp: usize,
+    lens: &[usize],
+    rows: &[&[f32]],
+) {
+    const R: usize = 4;
+    out.fill(0.0);
+    if cols == 0 {
+        return;
+    }
+    let mut i = 0;
+    while i < lens.len() {
+        let group = R.min(lens.len() - i);
+        let common = if group == R {
+            let common = lens[i..i + R].iter().copied().min().unwrap_or(0);
+            let acc = &mut out[i * cols..(i + R) * cols];
+            // Columns of AVX-512 and AVX2 registers (and SSE2's) that the accumulators of four
+            // rows, the loaded row and a coefficient fit in the register file with.
+            if L::WIDTH >= 16 {
+                madd_row_group::<L, M, R, 4>(l, acc, cols, &p[i * ldp..], ldp, &rows[..common]);
+            } else {
+                madd_row_group::<L, M, R, 2>(l, acc, cols, &p[i * ldp..], ldp, &rows[..common]);
+            }
+            common
+        } else {
+            0
+        };
+        for r in i..i + group {
+            if lens[r] > common {
+                let coeffs = &p[r * ldp + common..r * ldp + lens[r]];
+                madd_rows::<L, M>(
+                    l,
+                    &mut out[r * cols..(r + 1) * cols],
+                    coeffs,
+                    &rows[common..lens[r]],
+                );
+            }
+        }
+        i += group;
+    }
+}
+
+/// [`ragged_row_products`] inside a dispatch.
+struct RaggedRows<'a, M> {
+    out: &'a mut [f32],
+    cols: usize,
+    p: &'a [f32],
+    ldp: usize,
+    lens: &'a [usize],
     rows: &'a [&'a [f32]],
     mode: core::marker::PhantomData<M>,
 }
 
-impl<M: Mode> WithLanes for MaddRows<'_, M> {
+impl<M: Mode> WithLanes for RaggedRows<'_, M> {
     type Output = ();
     const USES_FMA: bool = M::FAST;
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) {
-        madd_rows::<L, M>(l, self.acc, self.coeffs, self.rows);
+        ragged_row_products::<L, M>(
+            l, self.out, self.cols, self.p, self.ldp, self.lens, self.rows,
+        );
         if !M::FAST {
-            // Where exact mode stores a continued row: every NaN the canonical one.
-            canonical_nan_lanes(l, self.acc);
+            canonical_nan_lanes(l, self.out);
         }
     }
 }
 
 compiled_once_per_mode! {
-    /// [`madd_rows`] on `isa`; in exact mode every NaN of the result is the canonical one.
-    pub(crate) fn madd_rows_on(
+    /// [`ragged_row_products`] on `isa`; in exact mode every NaN of the result is the
+    /// canonical one.
+    pub(crate) fn ragged_row_products_on(
         isa: Supported,
-        acc: &mut [f32],
-        coeffs: &[f32],
+        out: &mut [f32],
+        cols: usize,
+        p: &[f32],
+        ldp: usize,
+        lens: &[usize],
         rows: &[&[f32]],
-    ) = madd_rows_in_mode;
+    ) = ragged_row_products_in_mode;
 }
 
-fn madd_rows_in_mode<M: Mode>(isa: Supported, acc: &mut [f32], coeffs: &[f32], rows: &[&[f32]]) {
-    isa.dispatch(MaddRows::<M> {
-        acc,
-        coeffs,
+fn ragged_row_products_in_mode<M: Mode>(
+    isa: Supported,
+    out: &mut [f32],
+    cols: usize,
+    p: &[f32],
+    ldp: usize,
+    lens: &[usize],
+    rows: &[&[f32]],
+) {
+    isa.dispatch(RaggedRows::<M> {
+        out,
+        cols,
+        p,
+        ldp,
+        lens,
         rows,
         mode: core::marker::PhantomData,
     })
@@ -84,35 +224,74 @@ fn madd_rows_in_mode<M: Mode>(isa: Supported, acc: &mut [f32], coeffs: &[f32], r
 
 #[cfg(test)]
 mod tests {
-    use super::madd_rows_on;
+    use super::ragged_row_products_on;
     use crate::lanes::Isa;
-    use crate::mode::Exact;
+    use crate::mode::{Exact, Fast, Mode};
 
+    /// Every row the sequential sum over its own keys from `+0`, written as one loop (exact:
+    /// the product rounded, then the sum; fast: one fused multiply-add), on every instruction
+    /// set: rows in groups of four and alone, lengths equal, growing (causal), falling, zero;
+    /// row widths of whole, several and partial registers. The keys past a row's length hold
+    /// infinities and NaNs, which must not reach it.
     #[test]
-    fn continues_the_sequential_sum_on_every_isa() {
-        for isa in Isa::available() {
-            let isa = isa.supported().unwrap();
-            for n in [1, 3, 8, 33, 64, 70] {
-                let rows: Vec<Vec<f32>> = (0..9)
-                    .map(|k| {
-                        (0..n)
-                            .map(|j| ((k * 31 + j * 7) % 17) as f32 / 3.0 - 2.5)
-                            .collect()
-                    })
-                    .collect();
-                let coeffs: Vec<f32> = (0..9).map(|k| 1.0 / (k as f32 + 1.5)).collect();
-                let mut acc: Vec<f32> = (0..n).map(|j| j as f32 * 0.1).collect();
-                let mut want = acc.clone();
-                for (c, row) in coeffs.iter().zip(&rows) {
-                    for (w, &x) in want.iter_mut().zip(row) {
-                        *w += c * x;
+    fn each_row_is_its_own_sequential_sum_on_every_isa() {
+        fn check<M: Mode>(madd: fn(f32, f32, f32) -> f32) {
+            let keys = 12;
+            for isa in Isa::available() {
+                let isa = isa.supported().unwrap();
+                for cols in [1, 3, 8, 33, 64, 70] {
+                    let mut rows: Vec<Vec<f32>> = (0..keys)
+                        .map(|k| {
+                            (0..cols)
+                                .map(|j| ((k * 31 + j * 7) % 17) as f32 / 3.0 - 2.5)
+                                .collect()
+                        })
+                        .collect();
+                    for nrows in [1, 4, 6, 9] {
+                        let shapes: [Vec<usize>; 4] = [
+                            vec![keys - 3; nrows],
+                            (0..nrows).map(|i| (i + 1).min(keys - 1)).collect(),
+                            (0..nrows).map(|i| keys - 1 - i.min(keys - 1)).collect(),
+                            (0..nrows)
+                                .map(|i| if i % 3 == 1 { 0 } else { 5 + i % 4 })
+                                .collect(),
+                        ];
+                        for lens in shapes {
+                            // The last key, seen by no row, holds what must never show.
+                            rows[keys - 1] = (0..cols)
+                                .map(|j| if j % 2 == 0 { f32::INFINITY } else { f32::NAN })
+                                .collect();
+                            let ldp = keys + 2;
+                            let p: Vec<f32> = (0..nrows * ldp)
+                                .map(|i| 1.0 / (i % 23) as f32 - 0.3)
+                                .collect();
+                            let mut want = vec![0f32; nrows * cols];
+                            for (i, &len) in lens.iter().enumerate() {
+                                for (k, row) in rows[..len].iter().enumerate() {
+                                    for (w, &x) in
+                                        want[i * cols..(i + 1) * cols].iter_mut().zip(row)
+                                    {
+                                        *w = madd(p[i * ldp + k], x, *w);
+                                    }
+                                }
+                            }
+                            let refs: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
+                            let mut got = vec![f32::NAN; nrows * cols];
+                            ragged_row_products_on::<M>(isa, &mut got, cols, &p, ldp, &lens, &refs);
+                            let bits =
+                                |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                            assert_eq!(
+                                bits(&got),
+                                bits(&want),
+                                "{:?} cols {cols} lens {lens:?}",
+                                isa.isa()
+                            );
+                        }
                     }
                 }
-                let refs: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
-                madd_rows_on::<Exact>(isa, &mut acc, &coeffs, &refs);
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&acc), bits(&want), "{isa:?} n={n}");
             }
         }
+        check::<Exact>(|a, b, c| a * b + c);
+        check::<Fast>(f32::mul_add);
     }
 }

@@ -25,9 +25,9 @@ use super::softmax::Mask;
 use crate::epilogue::Identity;
 use crate::lanes::exact_scalar;
 use crate::ops::CANONICAL_NAN;
-use crate::ops::axpy::madd_rows_on;
+use crate::ops::axpy::ragged_row_products_on;
 use crate::ops::softmax::{MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on};
-use crate::rows::{with_bool_row, with_row, with_row_mut};
+use crate::rows::{with_bool_row, with_row};
 use crate::{Error, Mode};
 
 /// The options of [`Session::attention_into`].
@@ -451,45 +451,38 @@ impl<M: Mode> Session<M> {
                 masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, plan.policy)
             });
         }
-        // P V with each row's own key limit: the GEMM over the keys every row of the block
-        // sees, then each longer row continued over its remaining keys in increasing order,
-        // from the GEMM's exact partial sums: the bits of one sequential sum per row, whatever
-        // the block.
+        // P V with each row's own key limit: row `i` sums over its keys `[0, limit_i)` only,
+        // in increasing order from `+0`, the bits of one sequential sum per row whatever the
+        // block. Four rows at a time share each row of V (`ops::axpy::ragged_row_products`).
         let limits: Vec<usize> = (0..rows).map(|i| plan.pv_end(b, q0 + i)).collect();
-        let common = limits.iter().copied().min().unwrap_or(0);
-        let p = matrix(&mut scores, rows, end)?;
-        self.matmul_into(
-            &p.slice(s![.., ..common]),
-            &v.slice(s![..common, ..]),
-            out,
-            &Identity,
-        )?;
-        if common < end && v.ncols() > 0 {
-            let tail = v.slice(s![common..end, ..]);
-            let copy: Vec<f32>;
-            let tail_rows: Vec<&[f32]> =
-                match tail.rows().into_iter().map(|r| r.to_slice()).collect() {
-                    Some(r) => r,
-                    None => {
-                        copy = tail.iter().copied().collect();
-                        copy.chunks_exact(v.ncols()).collect()
-                    }
-                };
-            for (i, &limit) in limits.iter().enumerate() {
-                if limit == 0 {
-                    // A row that sees no key: the masked-row policy (as for a whole block).
-                    let fill = if plan.policy == MaskedRow::Nan {
-                        CANONICAL_NAN
-                    } else {
-                        0.0
-                    };
-                    out.row_mut(i).fill(fill);
-                } else if limit > common {
-                    let coeffs = &scores[i * end + common..i * end + limit];
-                    with_row_mut(out.row_mut(i), |acc| {
-                        madd_rows_on::<M>(self.isa, acc, coeffs, &tail_rows[..limit - common])
-                    });
-                }
+        let v_dim = v.ncols();
+        let v_used = v.slice(s![..end, ..]);
+        let copy: Vec<f32>;
+        let v_rows: Vec<&[f32]> = match v_used.rows().into_iter().map(|r| r.to_slice()).collect() {
+            Some(r) => r,
+            None => {
+                copy = v_used.iter().copied().collect();
+                copy.chunks_exact(v_dim.max(1)).collect()
+            }
+        };
+        let mut pv = vec![0f32; rows * v_dim];
+        ragged_row_products_on::<M>(self.isa, &mut pv, v_dim, &scores, end, &limits, &v_rows);
+        let fill = if plan.policy == MaskedRow::Nan {
+            CANONICAL_NAN
+        } else {
+            0.0
+        };
+        for ((mut o, row), &limit) in out
+            .rows_mut()
+            .into_iter()
+            .zip(pv.chunks_exact(v_dim.max(1)))
+            .zip(&limits)
+        {
+            if limit == 0 {
+                // A row that sees no key: the masked-row policy (as for a whole block).
+                o.fill(fill);
+            } else {
+                o.assign(&ndarray::ArrayView1::from(row));
             }
         }
         Ok(())
