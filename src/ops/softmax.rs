@@ -551,6 +551,88 @@ fn masked_softmax_row_in_mode<M: Mode>(
     })
 }
 
+/// Consecutive rows of `cols` raw scores, row `i` masked from key `ends[i]` on (a causal limit
+/// or a key length, nothing else): each scaled by `scale`, then its softmax, in one dispatch;
+/// the bits of [`masked_softmax_row_on`] row by row.
+#[inline(always)]
+pub fn ragged_softmax_rows<L: Lanes, M: Mode>(
+    l: L,
+    scores: &mut [f32],
+    cols: usize,
+    scale: f32,
+    ends: &[usize],
+    policy: MaskedRow,
+) {
+    if cols == 0 {
+        return;
+    }
+    for (row, &end) in scores.chunks_exact_mut(cols).zip(ends) {
+        let mask = ScoreMask {
+            end,
+            keep: None,
+            add: None,
+        };
+        masked_softmax_row::<L, M>(l, row, scale, &mask, policy);
+    }
+}
+
+/// [`ragged_softmax_rows`] inside a dispatch.
+struct RaggedSoftmaxRows<'a, M> {
+    scores: &'a mut [f32],
+    cols: usize,
+    scale: f32,
+    ends: &'a [usize],
+    policy: MaskedRow,
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> WithLanes for RaggedSoftmaxRows<'_, M> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        ragged_softmax_rows::<L, M>(
+            l,
+            self.scores,
+            self.cols,
+            self.scale,
+            self.ends,
+            self.policy,
+        )
+    }
+}
+
+compiled_once_per_mode! {
+    /// [`ragged_softmax_rows`] in mode `M` on `isa`: row `i` of `scores` (rows of `cols`)
+    /// scaled, masked from key `ends[i]` on, and through its softmax.
+    pub fn ragged_softmax_rows_on(
+        isa: Supported,
+        scores: &mut [f32],
+        cols: usize,
+        scale: f32,
+        ends: &[usize],
+        policy: MaskedRow,
+    ) = ragged_softmax_rows_in_mode;
+}
+
+fn ragged_softmax_rows_in_mode<M: Mode>(
+    isa: Supported,
+    scores: &mut [f32],
+    cols: usize,
+    scale: f32,
+    ends: &[usize],
+    policy: MaskedRow,
+) {
+    isa.dispatch(RaggedSoftmaxRows::<M> {
+        scores,
+        cols,
+        scale,
+        ends,
+        policy,
+        mode: core::marker::PhantomData,
+    })
+}
+
 /// Consecutive rows through [`softmax_rows`], inside a dispatch.
 struct SoftmaxRows<'a, M> {
     src: Option<&'a [f32]>,
@@ -847,6 +929,44 @@ mod tests {
                             }
                         }
                     }
+                }
+            }
+        }
+        check::<Exact>();
+        check::<crate::mode::Fast>();
+    }
+
+    /// Rows in one dispatch with their own limits give the bits of one call per row, on every
+    /// instruction set, in both modes and under every policy (limits of none, some, all and more
+    /// than all keys; a NaN and an infinity past a limit).
+    #[test]
+    fn ragged_rows_give_the_bits_of_one_call_per_row() {
+        fn check<M: Mode>() {
+            let cols = 37;
+            let ends = [0, 1, 5, 16, 17, 36, 37, 50];
+            let mut raw = values(cols * ends.len(), 11);
+            for (i, &end) in ends.iter().enumerate() {
+                if end < cols {
+                    raw[i * cols + end] = f32::NAN;
+                    raw[i * cols + cols - 1] = f32::INFINITY;
+                }
+            }
+            for isa in Isa::available() {
+                let isa = isa.supported().unwrap();
+                for policy in [MaskedRow::Zero, MaskedRow::Uniform, MaskedRow::Nan] {
+                    let mut together = raw.clone();
+                    ragged_softmax_rows_on::<M>(isa, &mut together, cols, 0.3, &ends, policy);
+                    let mut alone = raw.clone();
+                    for (row, &end) in alone.chunks_exact_mut(cols).zip(&ends) {
+                        let mask = ScoreMask {
+                            end,
+                            keep: None,
+                            add: None,
+                        };
+                        masked_softmax_row_on::<M>(isa, row, 0.3, mask, policy);
+                    }
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&together), bits(&alone), "{:?} {policy:?}", isa.isa());
                 }
             }
         }

@@ -26,7 +26,9 @@ use crate::epilogue::Identity;
 use crate::lanes::exact_scalar;
 use crate::ops::CANONICAL_NAN;
 use crate::ops::axpy::ragged_row_products_on;
-use crate::ops::softmax::{MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on};
+use crate::ops::softmax::{
+    MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on, ragged_softmax_rows_on,
+};
 use crate::rows::{with_bool_row, with_row};
 use crate::{Error, Mode};
 
@@ -446,10 +448,16 @@ impl<M: Mode> Session<M> {
         let mut scores = vec![0f32; rows * end];
         let mut p = matrix(&mut scores, rows, end)?;
         self.matmul_into(&q, &k.slice(s![..end, ..]).t(), &mut p, &Identity)?;
-        for (i, row) in scores.chunks_exact_mut(end).enumerate() {
-            plan.with_row_mask((b, h, q0 + i), (0, end), |mask| {
-                masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, plan.policy)
-            });
+        if plan.keep.is_none() && plan.additive.is_none() {
+            // Masked by limits only: every row in one dispatch.
+            let ends: Vec<usize> = (0..rows).map(|i| plan.row_end(b, q0 + i)).collect();
+            ragged_softmax_rows_on::<M>(self.isa, &mut scores, end, plan.scale, &ends, plan.policy);
+        } else {
+            for (i, row) in scores.chunks_exact_mut(end).enumerate() {
+                plan.with_row_mask((b, h, q0 + i), (0, end), |mask| {
+                    masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, plan.policy)
+                });
+            }
         }
         // P V with each row's own key limit: row `i` sums over its keys `[0, limit_i)` only,
         // in increasing order from `+0`, the bits of one sequential sum per row whatever the
