@@ -769,29 +769,111 @@ impl<M: Mode> WithLanes for OnlineUpdate<'_, M> {
     const USES_FMA: bool = M::FAST;
     #[inline(always)]
     fn run<L: Lanes>(self, l: L) -> f32 {
-        // The keys past the visible ones are masked whatever their scores: not read, their
-        // exps `+0` (see `softmax_row_visible`).
-        let visible = self.mask.visible(self.tile.len());
-        let (head, tail) = self.tile.split_at_mut(visible);
-        scale_and_mask(l, head, self.scale, &self.mask.prefix(visible));
-        let RowExtremes {
-            max: tile_max,
-            min,
-            nan,
-        } = row_extremes(l, head);
-        self.state.nan |= nan;
-        let old = self.state.max;
-        let new = if tile_max > old { tile_max } else { old };
-        if new == f32::NEG_INFINITY || self.state.nan {
-            self.tile.fill(0.0);
-            return 1.0;
+        online_update_row::<L, M>(l, self.state, self.tile, self.scale, &self.mask)
+    }
+}
+
+/// [`OnlineSoftmax::update`] of one row's tile, inside a dispatch.
+#[inline(always)]
+fn online_update_row<L: Lanes, M: Mode>(
+    l: L,
+    state: &mut OnlineSoftmax,
+    tile: &mut [f32],
+    scale: f32,
+    mask: &ScoreMask<'_>,
+) -> f32 {
+    // The keys past the visible ones are masked whatever their scores: not read, their exps
+    // `+0` (see `softmax_row_visible`).
+    let visible = mask.visible(tile.len());
+    let (head, tail) = tile.split_at_mut(visible);
+    scale_and_mask(l, head, scale, &mask.prefix(visible));
+    let RowExtremes {
+        max: tile_max,
+        min,
+        nan,
+    } = row_extremes(l, head);
+    state.nan |= nan;
+    let old = state.max;
+    let new = if tile_max > old { tile_max } else { old };
+    if new == f32::NEG_INFINITY || state.nan {
+        tile.fill(0.0);
+        return 1.0;
+    }
+    let rescale = exp_shift::<Scalar, M, false>(Scalar::new(), old, new, new == f32::INFINITY);
+    let s = exp_shifted_sum::<L, M, true>(l, None, head, new, min);
+    tail.fill(0.0);
+    state.sum = state.sum * rescale + s;
+    state.max = new;
+    rescale
+}
+
+compiled_once_per_mode! {
+    /// [`OnlineSoftmax::update`] of consecutive rows of `cols` raw scores (a tile of several
+    /// query rows), row `i` masked from key `ends[i]` of the tile on and nothing else, with
+    /// state `states[i]`, its rescale factor written to `rescale[i]`: in one dispatch, the
+    /// bits of one update per row.
+    pub(crate) fn online_update_rows(
+        states: &mut [OnlineSoftmax],
+        isa: Supported,
+        tile: &mut [f32],
+        cols: usize,
+        scale: f32,
+        ends: &[usize],
+        rescale: &mut [f32],
+    ) = online_update_rows_in_mode;
+}
+
+fn online_update_rows_in_mode<M: Mode>(
+    states: &mut [OnlineSoftmax],
+    isa: Supported,
+    tile: &mut [f32],
+    cols: usize,
+    scale: f32,
+    ends: &[usize],
+    rescale: &mut [f32],
+) {
+    isa.dispatch(OnlineUpdateRows::<M> {
+        states,
+        tile,
+        cols,
+        scale,
+        ends,
+        rescale,
+        mode: core::marker::PhantomData,
+    })
+}
+
+struct OnlineUpdateRows<'a, M> {
+    states: &'a mut [OnlineSoftmax],
+    tile: &'a mut [f32],
+    cols: usize,
+    scale: f32,
+    ends: &'a [usize],
+    rescale: &'a mut [f32],
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> WithLanes for OnlineUpdateRows<'_, M> {
+    type Output = ();
+    const USES_FMA: bool = M::FAST;
+    #[inline(always)]
+    fn run<L: Lanes>(self, l: L) {
+        if self.cols == 0 {
+            return;
         }
-        let rescale = exp_shift::<Scalar, M, false>(Scalar::new(), old, new, new == f32::INFINITY);
-        let s = exp_shifted_sum::<L, M, true>(l, None, head, new, min);
-        tail.fill(0.0);
-        self.state.sum = self.state.sum * rescale + s;
-        self.state.max = new;
-        rescale
+        let rows = self.tile.chunks_exact_mut(self.cols);
+        for (((row, state), &end), r) in rows
+            .zip(self.states.iter_mut())
+            .zip(self.ends)
+            .zip(self.rescale.iter_mut())
+        {
+            let mask = ScoreMask {
+                end,
+                keep: None,
+                add: None,
+            };
+            *r = online_update_row::<L, M>(l, state, row, self.scale, &mask);
+        }
     }
 }
 
@@ -938,7 +1020,8 @@ mod tests {
 
     /// Rows in one dispatch with their own limits give the bits of one call per row, on every
     /// instruction set, in both modes and under every policy (limits of none, some, all and more
-    /// than all keys; a NaN and an infinity past a limit).
+    /// than all keys; a NaN and an infinity past a limit): the two-pass softmax and the online
+    /// update.
     #[test]
     fn ragged_rows_give_the_bits_of_one_call_per_row() {
         fn check<M: Mode>() {
@@ -967,6 +1050,39 @@ mod tests {
                     }
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&together), bits(&alone), "{:?} {policy:?}", isa.isa());
+                }
+                // The online update likewise, from a fresh state and from one that has seen a
+                // tile.
+                let mut seen = OnlineSoftmax::new();
+                seen.update::<M>(isa, &mut values(cols, 4), 0.5, ScoreMask::none(cols));
+                for start in [OnlineSoftmax::new(), seen] {
+                    let mut states = vec![start; ends.len()];
+                    let (mut tile, mut rescale) = (raw.clone(), vec![0f32; ends.len()]);
+                    online_update_rows::<M>(
+                        &mut states,
+                        isa,
+                        &mut tile,
+                        cols,
+                        0.3,
+                        &ends,
+                        &mut rescale,
+                    );
+                    for (i, &end) in ends.iter().enumerate() {
+                        let mut st = start;
+                        let mut row = raw[i * cols..(i + 1) * cols].to_vec();
+                        let mask = ScoreMask {
+                            end,
+                            keep: None,
+                            add: None,
+                        };
+                        let r = st.update::<M>(isa, &mut row, 0.3, mask);
+                        let at = format!("{:?} row {i}", isa.isa());
+                        assert_eq!(r.to_bits(), rescale[i].to_bits(), "rescale, {at}");
+                        assert_eq!(st, states[i], "state, {at}");
+                        let got = &tile[i * cols..(i + 1) * cols];
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(got), bits(&row), "tile, {at}");
+                    }
                 }
             }
         }

@@ -27,7 +27,8 @@ use crate::lanes::exact_scalar;
 use crate::ops::CANONICAL_NAN;
 use crate::ops::axpy::ragged_row_products_on;
 use crate::ops::softmax::{
-    MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on, ragged_softmax_rows_on,
+    MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on, online_update_rows,
+    ragged_softmax_rows_on,
 };
 use crate::rows::{with_bool_row, with_row};
 use crate::{Error, Mode};
@@ -513,16 +514,33 @@ impl<M: Mode> Session<M> {
         // One scores buffer and one rescale vector for every key tile of the block.
         let mut buf = vec![0f32; rows * key_block.min(end)];
         let mut rescale = vec![1f32; rows];
+        let mut ends = vec![0usize; rows];
         let mut k0 = 0;
         while k0 < end {
             let k1 = (k0 + key_block).min(end);
             let scores = &mut buf[..rows * (k1 - k0)];
             let mut p = matrix(scores, rows, k1 - k0)?;
             self.matmul_into(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &Identity)?;
-            for (i, (row, st)) in scores.chunks_exact_mut(k1 - k0).zip(&mut state).enumerate() {
-                rescale[i] = plan.with_row_mask((b, h, q0 + i), (k0, k1), |mask| {
-                    st.update::<M>(self.isa, row, plan.scale, mask)
-                });
+            if plan.keep.is_none() && plan.additive.is_none() {
+                // Masked by limits only: every row of the tile in one dispatch.
+                for (i, e) in ends.iter_mut().enumerate() {
+                    *e = plan.row_end(b, q0 + i).saturating_sub(k0);
+                }
+                online_update_rows::<M>(
+                    &mut state,
+                    self.isa,
+                    scores,
+                    k1 - k0,
+                    plan.scale,
+                    &ends,
+                    &mut rescale,
+                );
+            } else {
+                for (i, (row, st)) in scores.chunks_exact_mut(k1 - k0).zip(&mut state).enumerate() {
+                    rescale[i] = plan.with_row_mask((b, h, q0 + i), (k0, k1), |mask| {
+                        st.update::<M>(self.isa, row, plan.scale, mask)
+                    });
+                }
             }
             let p = matrix(scores, rows, k1 - k0)?;
             self.matmul_into(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
