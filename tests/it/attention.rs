@@ -173,13 +173,21 @@ fn attention_matches_f64_with_every_mask_kind_in_both_modes() {
         let keep = Array2::from_shape_fn((c.seq_q, c.seq_k), |(i, j)| (i * 7 + j * 3) % 5 != 0);
         let add = Array1::from_shape_fn(c.seq_k, |j| (j % 4) as f32 * -0.5);
         for mode in ["exact", "fast"] {
+            // The default key tile (every case's keys in one: fast mode's two-pass form), and
+            // tiles of 64 keys (fast mode's online softmax over several tiles).
             let run = |opts: &AttentionOptions<'_>,
                        vis: &dyn Fn(usize, usize, usize, usize) -> bool,
                        ad: &dyn Fn(usize, usize, usize, usize) -> f64| {
-                if mode == "exact" {
-                    check_against_reference::<Exact>(c, opts, vis, ad)
-                } else {
-                    check_against_reference::<Fast>(c, opts, vis, ad)
+                for key_block in [0, 64] {
+                    let opts = &AttentionOptions {
+                        key_block,
+                        ..opts.clone()
+                    };
+                    if mode == "exact" {
+                        check_against_reference::<Exact>(c, opts, vis, ad)
+                    } else {
+                        check_against_reference::<Fast>(c, opts, vis, ad)
+                    }
                 }
             };
             run(&AttentionOptions::default(), &none, &zero);
