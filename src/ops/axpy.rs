@@ -1,46 +1,20 @@
-//! A row continued by a sequence of scaled rows: `acc = madd(c[k], rows[k], acc)` for `k`
-//! increasing, vectorised across the row. Each element of `acc` is one lane through the whole
-//! sequence, so an exact sum continued here has the bits of the same sequential sum written as
-//! one loop (and of the GEMM, whose exact partial sums it continues).
+//! Rows continued by a sequence of scaled rows: `acc = madd(c[k], rows[k], acc)` for `k`
+//! increasing, vectorised across the row, a few rows at a time, each row with its own length
+//! (attention's `P V`). Each element of `acc` is one lane through the whole sequence, so an
+//! exact sum here has the bits of the same sequential sum written as one loop.
 
 use super::nan::canonical_nan_lanes;
 use crate::lanes::{Lanes, Supported, WithLanes};
 use crate::mode::{Mode, compiled_once_per_mode};
 
 /// `acc[j] = M::madd(coeffs[k], rows[k][j], acc[j])` for `k = 0, 1, ...` in order (exact: the
-/// product rounded, then the sum; fast: one fused multiply-add). Every row holds at least
-/// `acc.len()` values.
+/// product rounded, then the sum; fast: one fused multiply-add), over the keys that have both a
+/// coefficient and a row. Every row holds at least `acc.len()` values. One row of
+/// [`madd_row_group`].
 #[inline(always)]
 pub fn madd_rows<L: Lanes, M: Mode>(l: L, acc: &mut [f32], coeffs: &[f32], rows: &[&[f32]]) {
-    let w = L::WIDTH;
-    let mut j0 = 0;
-    // Four registers of the row at a time, then one (or part of one).
-    while j0 + 4 * w <= acc.len() {
-        let mut a = [l.splat(0.0); 4];
-        for (v, a) in a.iter_mut().enumerate() {
-            *a = l.load(&acc[j0 + v * w..]);
-        }
-        for (&c, row) in coeffs.iter().zip(rows) {
-            let c = l.splat(c);
-            let row = &row[j0..j0 + 4 * w];
-            for (v, a) in a.iter_mut().enumerate() {
-                *a = M::madd(l, c, l.load(&row[v * w..]), *a);
-            }
-        }
-        for (v, a) in a.iter().enumerate() {
-            l.store(*a, &mut acc[j0 + v * w..]);
-        }
-        j0 += 4 * w;
-    }
-    while j0 < acc.len() {
-        let j1 = (j0 + w).min(acc.len());
-        let mut a = l.load_partial(&acc[j0..j1], 0.0);
-        for (&c, row) in coeffs.iter().zip(rows) {
-            a = M::madd(l, l.splat(c), l.load_partial(&row[j0..j1], 0.0), a);
-        }
-        l.store_partial(a, &mut acc[j0..j1]);
-        j0 = j1;
-    }
+    let n = coeffs.len().min(rows.len());
+    madd_row_group::<L, M, 1, 4>(l, acc, acc.len(), &coeffs[..n], 0, &rows[..n]);
 }
 
 /// `R` rows continued by the same sequence of rows, each with its own coefficients:
