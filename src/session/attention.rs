@@ -139,6 +139,13 @@ impl Plan<'_> {
         end
     }
 
+    /// Whether the rows are masked only by their limits ([`Plan::row_end`]: a causal limit or a
+    /// key length), with no keep or additive mask: then a block's rows go through softmax
+    /// together, each with its limit.
+    fn limits_only(&self) -> bool {
+        self.keep.is_none() && self.additive.is_none()
+    }
+
     /// The keys `[0, end)` that some row of queries `..q1` of batch item `b` may see: all keys
     /// under the `Uniform` policy (a fully masked row is uniform over every key).
     fn block_end(&self, b: usize, q1: usize) -> usize {
@@ -454,7 +461,7 @@ impl<M: Mode> Session<M> {
         let mut scores = vec![0f32; rows * end];
         let mut p = matrix(&mut scores, rows, end)?;
         self.matmul_into(&q, &k.slice(s![..end, ..]).t(), &mut p, &Identity)?;
-        if plan.keep.is_none() && plan.additive.is_none() {
+        if plan.limits_only() {
             // Masked by limits only: every row in one dispatch.
             let ends: Vec<usize> = (0..rows).map(|i| plan.row_end(b, q0 + i)).collect();
             ragged_softmax_rows_on::<M>(self.isa, &mut scores, end, plan.scale, &ends, plan.policy);
@@ -526,7 +533,7 @@ impl<M: Mode> Session<M> {
             let scores = &mut buf[..rows * (k1 - k0)];
             let mut p = matrix(scores, rows, k1 - k0)?;
             self.matmul_into(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &Identity)?;
-            if plan.keep.is_none() && plan.additive.is_none() {
+            if plan.limits_only() {
                 // Masked by limits only: every row of the tile in one dispatch.
                 for (i, e) in ends.iter_mut().enumerate() {
                     *e = plan.row_end(b, q0 + i).saturating_sub(k0);
