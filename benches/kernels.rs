@@ -81,11 +81,45 @@ fn bench_kernels(c: &mut Criterion) {
     }
 }
 
+/// `n` values of a normal distribution of spread `sd` about 0 (Box-Muller on a fixed sequence):
+/// the pre-activations a model's GELU sees are concentrated near 0, unlike the uniform spread
+/// of [`inputs`].
+fn normal(n: usize, sd: f32) -> Vec<f32> {
+    let uniform = |i: usize| ((i as u64 * 2_654_435_761 + 12_345) % 1_000_003) as f64 / 1_000_003.0;
+    (0..n)
+        .map(|i| {
+            let (u, v) = (uniform(2 * i).max(1e-12), uniform(2 * i + 1));
+            let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+            (z * sd as f64) as f32
+        })
+        .collect()
+}
+
+/// The erf GELU on normal inputs of spread 0.5 (that of the example block's MLP, where five in
+/// six lanes take erf's small branch) and 1.5 (half of them), best instruction set.
+fn bench_gelu_on_model_spreads(c: &mut Criterion) {
+    let n = 1 << 20;
+    let isa = Isa::detect();
+    for sd in [0.5f32, 1.5] {
+        let x = normal(n, sd);
+        let mut y = vec![0f32; n];
+        let mut g = c.benchmark_group(format!("gelu_erf/{n}/normal-{sd}"));
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::new("exact", isa), |b| {
+            b.iter(|| exact::map(Func::GeluErf, isa, black_box(&x), &mut y).unwrap())
+        });
+        g.bench_function(BenchmarkId::new("fast", isa), |b| {
+            b.iter(|| fast::map(Func::GeluErf, isa, black_box(&x), &mut y).unwrap())
+        });
+        g.finish();
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_millis(300))
         .measurement_time(std::time::Duration::from_secs(1));
-    targets = bench_kernels
+    targets = bench_kernels, bench_gelu_on_model_spreads
 }
 criterion_main!(benches);

@@ -125,6 +125,23 @@ impl<L: Lanes> Lanes for Pair<L> {
     fn all(self, m: Self::M) -> bool {
         self.0.all(self.0.mask_and(m.0, m.1))
     }
+
+    // The first half's lanes, then the second's: the lane order of the pair.
+    const COMPRESSES: bool = L::COMPRESSES;
+    #[inline(always)]
+    fn compress(self, v: Self::F, m: Self::M, dst: &mut [f32]) -> usize {
+        let n = self.0.compress(v.0, m.0, dst);
+        n + self.0.compress(v.1, m.1, &mut dst[n..])
+    }
+    #[inline(always)]
+    fn expand(self, src: &[f32], m: Self::M, b: Self::F) -> Self::F {
+        let first = self.0.expand(src, m.0, b.0);
+        (first, self.0.expand(&src[self.0.count(m.0)..], m.1, b.1))
+    }
+    #[inline(always)]
+    fn count(self, m: Self::M) -> usize {
+        self.0.count(m.0) + self.0.count(m.1)
+    }
 }
 
 #[cfg(test)]

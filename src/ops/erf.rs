@@ -54,14 +54,14 @@ pub const ZLO_CUTOFF: f32 = 64.0;
 
 /// The small branch: `|x| * P(x^2)`, the magnitude of `erf(x)` for `|x| < 0.5`.
 #[inline(always)]
-fn erf_small<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+pub(super) fn erf_small<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
     let z = l.mul(ax, ax);
     l.mul(ax, horner::<L, M, 6>(l, z, &ERF_P))
 }
 
 /// The large branch: `erfc(|x|)` for `|x| >= 0.5`.
 #[inline(always)]
-fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+pub(super) fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
     let one = l.splat(1.0);
     let t = l.div(one, ax);
     let s = l.sub(t, one);
@@ -154,17 +154,28 @@ fn branches<L: Lanes, M: Mode>(l: L, ax: L::F) -> (L::M, L::F, L::F) {
 /// positive `x`, `1 + erf(x)` in the small branch. `0` at `-inf`, `2` at `+inf`, canonical NaN
 /// for NaN.
 ///
-/// Not sorted by regions as [`erf`] is: its large branch covers every `x <= -0.5` as well (the
-/// result is `erfc` there), so on a spread of inputs such as `[-8, 8]` it runs on most lanes,
-/// and sorting cost more than it saved (measured with AVX-512: 1.06-1.13x the time on
-/// `[-8, 8]`, 0.2 ms saved of the block's 12.9 ms MLP-up stage, whose GELU inputs are mostly
-/// small).
+/// The operator alone is not sorted by regions as [`erf`] is: its large branch covers every
+/// `x <= -0.5` as well (the result is `erfc` there), so on a spread of inputs such as `[-8, 8]`
+/// it runs on most lanes. The erf GELU, whose inputs in a model are mostly small, is sorted
+/// ([`super::gelu::GeluErf`]).
 #[inline(always)]
 pub fn one_plus_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
-    let ax = abs(l, x);
-    let (small, e_small, erfc) = branches::<L, M>(l, ax);
-    let one = l.splat(1.0);
-    let y_small = l.add(one, l.or(e_small, sign_bit(l, x)));
+    let (small, e_small, erfc) = branches::<L, M>(l, abs(l, x));
+    one_plus_erf_of(l, x, small, e_small, erfc)
+}
+
+/// `1 + erf(x)` from its branches' values: `1 + erf` by the small branch where `small`
+/// (`e_small`, the magnitude of erf there), `erfc(|x|)` for negative `x` elsewhere and
+/// `2 - erfc(|x|)` for positive; canonical NaN for NaN.
+#[inline(always)]
+pub(super) fn one_plus_erf_of<L: Lanes>(
+    l: L,
+    x: L::F,
+    small: L::M,
+    e_small: L::F,
+    erfc: L::F,
+) -> L::F {
+    let y_small = l.add(l.splat(1.0), l.or(e_small, sign_bit(l, x)));
     let y_large = l.select(l.lt(x, l.splat(0.0)), erfc, l.sub(l.splat(2.0), erfc));
     let y = l.select(small, y_small, y_large);
     nan_where_nan(l, x, y)
