@@ -12,7 +12,7 @@
 use super::Kernel;
 use super::exp::exp_in;
 use super::regions::{TwoRegions, map_by_regions};
-use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
+use super::{abs, fused_kernel_type, horner, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -154,10 +154,10 @@ fn branches<L: Lanes, M: Mode>(l: L, ax: L::F) -> (L::M, L::F, L::F) {
 /// positive `x`, `1 + erf(x)` in the small branch. `0` at `-inf`, `2` at `+inf`, canonical NaN
 /// for NaN.
 ///
-/// The operator alone is not sorted by regions as [`erf`] is: its large branch covers every
-/// `x <= -0.5` as well (the result is `erfc` there), so on a spread of inputs such as `[-8, 8]`
-/// it runs on most lanes. The erf GELU, whose inputs in a model are mostly small, is sorted
-/// ([`super::gelu::GeluErf`]).
+/// Over a slice on AVX-512 and AVX2, [`OnePlusErf`] sorts by regions as [`Erf`] does. Its
+/// large branch covers every `x <= -0.5` as well (the result is `erfc` there), so on a spread
+/// of inputs such as `[-8, 8]` it runs on most lanes and the slice goes through the register
+/// form; inputs concentrated near 0, as a model's GELU sees them, are where sorting pays.
 #[inline(always)]
 pub fn one_plus_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (small, e_small, erfc) = branches::<L, M>(l, abs(l, x));
@@ -168,13 +168,7 @@ pub fn one_plus_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 /// (`e_small`, the magnitude of erf there), `erfc(|x|)` for negative `x` elsewhere and
 /// `2 - erfc(|x|)` for positive; canonical NaN for NaN.
 #[inline(always)]
-pub(super) fn one_plus_erf_of<L: Lanes>(
-    l: L,
-    x: L::F,
-    small: L::M,
-    e_small: L::F,
-    erfc: L::F,
-) -> L::F {
+fn one_plus_erf_of<L: Lanes>(l: L, x: L::F, small: L::M, e_small: L::F, erfc: L::F) -> L::F {
     let y_small = l.add(l.splat(1.0), l.or(e_small, sign_bit(l, x)));
     let y_large = l.select(l.lt(x, l.splat(0.0)), erfc, l.sub(l.splat(2.0), erfc));
     let y = l.select(small, y_small, y_large);
@@ -246,10 +240,79 @@ impl<M: Mode> Kernel for Erf<M> {
     }
 }
 
-kernel_type!(
-    /// Kernel of [`one_plus_erf`].
-    OnePlusErf => one_plus_erf, wide
-);
+/// The regions of `1 + erf(x)` from `x` (or any value of its sign) and `ax = |x|`: the small
+/// branch below [`ERF_SMALL`], the `erfc` branch above, and neither for a positive `x` from
+/// [`ERF_ONE`] on, where `2 - erfc` rounds to 2 (the computed `erfc` is below `2^-25` there,
+/// which already makes `1 - erfc` round to 1: the test `the_regions_form_is_the_spec_form`
+/// checks every float of `[4, 11]`), nor for an infinite or NaN `x`.
+#[inline(always)]
+pub(super) fn one_plus_erf_regions<L: Lanes>(l: L, x: L::F, ax: L::F) -> (L::M, L::M) {
+    // NaN lanes are in neither.
+    let small = l.lt(ax, l.splat(ERF_SMALL));
+    let below_one = l.lt(ax, l.splat(ERF_ONE));
+    let negative_finite = l.mask_and(l.lt(x, l.splat(0.0)), l.lt(ax, l.splat(f32::INFINITY)));
+    let large = l.mask_and(
+        l.ge(ax, l.splat(ERF_SMALL)),
+        l.mask_or(below_one, negative_finite),
+    );
+    (small, large)
+}
+
+/// `1 + erf(x)` from the values of [`one_plus_erf_regions`]' branches: a lane of neither region
+/// takes `erfc = 0` (2 for a positive `x`, 0 at `-inf`, the bits the spec's form gives there).
+#[inline(always)]
+pub(super) fn one_plus_erf_by_regions<L: Lanes>(
+    l: L,
+    x: L::F,
+    small: L::M,
+    large: L::M,
+    e: L::F,
+    erfc: L::F,
+) -> L::F {
+    let erfc = l.select(large, erfc, l.splat(0.0));
+    one_plus_erf_of(l, x, small, e, erfc)
+}
+
+/// Kernel of [`one_plus_erf`]: a register at a time (eight on AVX-512), or over a slice sorted
+/// by its regions where lanes compress cheaply ([`map_by_regions`]); the same bits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OnePlusErf<M>(core::marker::PhantomData<M>);
+
+impl<M: Mode> Kernel for OnePlusErf<M> {
+    const USES_FMA: bool = M::FAST;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        one_plus_erf::<L, M>(l, x)
+    }
+    #[inline(always)]
+    fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
+        map_by_regions::<L, Self>(l, src, dst)
+    }
+}
+
+impl<M: Mode> TwoRegions for OnePlusErf<M> {
+    const WIDE: bool = true;
+    #[inline(always)]
+    fn arg<L: Lanes>(l: L, x: L::F) -> L::F {
+        abs(l, x)
+    }
+    #[inline(always)]
+    fn regions<L: Lanes>(l: L, x: L::F, ax: L::F) -> (L::M, L::M) {
+        one_plus_erf_regions(l, x, ax)
+    }
+    #[inline(always)]
+    fn formula_a<L: Lanes>(l: L, ax: L::F) -> L::F {
+        erf_small::<L, M>(l, ax)
+    }
+    #[inline(always)]
+    fn formula_b<L: Lanes>(l: L, ax: L::F) -> L::F {
+        erfc_large::<L, M>(l, ax)
+    }
+    #[inline(always)]
+    fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {
+        one_plus_erf_by_regions(l, x, small, large, e, erfc)
+    }
+}
 
 fused_kernel_type!(
     /// Kernel of [`erf_rational`] (always fused).
@@ -265,7 +328,8 @@ mod tests {
     /// [`Erf`]'s `by_regions` gives `+-1` from [`ERF_ONE`] on without computing the large
     /// branch. [`erf`], the spec's form, rounds to exactly that at every float of `[4, 11]`
     /// (both signs; beyond, `exp(-x^2)` is 0) and at a sample of larger ones, in both modes;
-    /// elsewhere the two agree bit for bit on every 9973rd float.
+    /// elsewhere the two agree bit for bit on every 9973rd float. The same for [`OnePlusErf`],
+    /// whose regions form gives 2 for a positive `x` from [`ERF_ONE`] on.
     #[test]
     fn the_regions_form_is_the_spec_form() {
         let l = Scalar::new();
@@ -284,6 +348,38 @@ mod tests {
                 let by_regions = Erf::<Fast>::by_regions(l, x);
                 assert_eq!(by_regions, 1f32.copysign(x), "fast erf({x:e}) by regions");
             }
+        }
+        // `1 + erf` by regions gives 2 there without `erfc`, for a positive `x` only.
+        for b in (lo..=hi).chain((hi..=0x7F80_0000).step_by(4099)) {
+            let x = f32::from_bits(b);
+            assert_eq!(one_plus_erf::<Scalar, Exact>(l, x), 2.0, "1 + erf({x:e})");
+            assert_eq!(
+                one_plus_erf::<Scalar, Fast>(l, x),
+                2.0,
+                "fast 1 + erf({x:e})"
+            );
+            assert_eq!(OnePlusErf::<Exact>::by_regions(l, x), 2.0, "1 + erf({x:e})");
+            assert_eq!(
+                OnePlusErf::<Fast>::by_regions(l, x),
+                2.0,
+                "fast 1 + erf({x:e})"
+            );
+        }
+        for b in (0..=u32::MAX)
+            .step_by(9973)
+            .chain([f32::NEG_INFINITY.to_bits()])
+        {
+            let x = f32::from_bits(b);
+            let (got, want) = (
+                OnePlusErf::<Exact>::by_regions(l, x),
+                one_plus_erf::<Scalar, Exact>(l, x),
+            );
+            assert_eq!(got.to_bits(), want.to_bits(), "1 + erf({x:e})");
+            let (got, want) = (
+                OnePlusErf::<Fast>::by_regions(l, x),
+                one_plus_erf::<Scalar, Fast>(l, x),
+            );
+            assert_eq!(got.to_bits(), want.to_bits(), "fast 1 + erf({x:e})");
         }
         for b in (0..=u32::MAX).step_by(9973) {
             let x = f32::from_bits(b);

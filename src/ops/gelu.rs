@@ -1,7 +1,9 @@
 //! GELU, `x * Phi(x)`, in its erf form and its tanh form (spec, "GELU"), plus the rational
 //! erf form fast mode uses (spec, "Fast-mode erf GELU").
 
-use super::erf::{ERF_ONE, ERF_SMALL, erf_small, erfc_large, one_plus_erf, one_plus_erf_of};
+use super::erf::{
+    erf_small, erfc_large, one_plus_erf, one_plus_erf_by_regions, one_plus_erf_regions,
+};
 use super::regions::{TwoRegions, map_by_regions};
 use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
 use super::{Kernel, abs, fused_kernel_type, horner, kernel_type, nan_where_nan};
@@ -133,11 +135,8 @@ impl<M: Mode> Kernel for GeluErf<M> {
     }
 }
 
-/// The erf GELU as two regions of `y = |x| / sqrt 2`: the small branch of `1 + erf` below
-/// [`ERF_SMALL`], the `erfc` branch above, and neither for a positive `x` from [`ERF_ONE`] on,
-/// where `2 - erfc` rounds to 2 (the computed `erfc` is below `2^-25` there, which already
-/// makes `1 - erfc` round to 1: erf's test of every float of `[4, 11]`), nor for the special
-/// values, which [`gelu_specials`] places.
+/// The erf GELU as the regions of its `1 + erf(y)`, `y = x / sqrt 2` (see
+/// [`one_plus_erf_regions`]); [`gelu_specials`] places the special values.
 ///
 /// The GELU's inputs in a model are mostly small: in the example block's MLP (pre-activations
 /// of spread about 0.5) five in six lanes take the small branch, yet nearly every register of
@@ -150,15 +149,9 @@ impl<M: Mode> TwoRegions for GeluErf<M> {
     }
     #[inline(always)]
     fn regions<L: Lanes>(l: L, x: L::F, ay: L::F) -> (L::M, L::M) {
-        // NaN lanes are in neither.
-        let small = l.lt(ay, l.splat(ERF_SMALL));
-        let below_one = l.lt(ay, l.splat(ERF_ONE));
-        let negative_finite = l.mask_and(l.lt(x, l.splat(0.0)), l.lt(ay, l.splat(f32::INFINITY)));
-        let large = l.mask_and(
-            l.ge(ay, l.splat(ERF_SMALL)),
-            l.mask_or(below_one, negative_finite),
-        );
-        (small, large)
+        // `y = x / sqrt 2` has the sign of `x`; `y < 0` and `x < 0` differ only where `y`
+        // rounds to `-0`, a small-branch lane.
+        one_plus_erf_regions(l, x, ay)
     }
     #[inline(always)]
     fn formula_a<L: Lanes>(l: L, ay: L::F) -> L::F {
@@ -170,15 +163,12 @@ impl<M: Mode> TwoRegions for GeluErf<M> {
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {
-        // `y = x / sqrt 2` has the sign of `x` (and is NaN where `x` is); `y < 0` and `x < 0`
-        // differ only where `y` rounds to `-0`, a small-branch lane. A lane of neither region
-        // has `erfc = 0`: `1 + erf = 2`.
-        let erfc = l.select(large, erfc, l.splat(0.0));
-        let one_plus = one_plus_erf_of(l, x, small, e, erfc);
+        let one_plus = one_plus_erf_by_regions(l, x, small, large, e, erfc);
         let g = l.mul(l.mul(l.splat(0.5), x), one_plus);
         gelu_specials(l, x, g)
     }
 }
+
 kernel_type!(
     /// Kernel of [`gelu_tanh`].
     GeluTanh => gelu_tanh, wide

@@ -205,7 +205,7 @@ mod tests {
     use super::*;
     use crate::lanes::{Isa, WithLanes};
     use crate::mode::{Exact, Fast};
-    use crate::ops::erf::Erf;
+    use crate::ops::erf::{Erf, OnePlusErf};
     use crate::ops::gelu::GeluErf;
 
     /// `R` over `src` sorted by regions (in place when `in_place`), and register by register.
@@ -305,6 +305,8 @@ mod tests {
                 sorted_equals_by_register::<Erf<Fast>>("fast erf", src);
                 sorted_equals_by_register::<GeluErf<Exact>>("exact gelu", src);
                 sorted_equals_by_register::<GeluErf<Fast>>("gelu (fused)", src);
+                sorted_equals_by_register::<OnePlusErf<Exact>>("exact 1 + erf", src);
+                sorted_equals_by_register::<OnePlusErf<Fast>>("fast 1 + erf", src);
             }
         }
     }
