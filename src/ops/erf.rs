@@ -9,10 +9,9 @@
 //! algorithm above (it exists to avoid the cancellation a rational would bring back) with fused
 //! steps and the fast exp.
 
-use super::Kernel;
 use super::exp::exp_in;
-use super::regions::{TwoRegions, map_by_regions};
-use super::{abs, fused_kernel_type, horner, nan_where_nan, sign_bit};
+use super::regions::TwoRegions;
+use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
@@ -54,14 +53,14 @@ pub const ZLO_CUTOFF: f32 = 64.0;
 
 /// The small branch: `|x| * P(x^2)`, the magnitude of `erf(x)` for `|x| < 0.5`.
 #[inline(always)]
-pub(super) fn erf_small<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+fn erf_small<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
     let z = l.mul(ax, ax);
     l.mul(ax, horner::<L, M, 6>(l, z, &ERF_P))
 }
 
 /// The large branch: `erfc(|x|)` for `|x| >= 0.5`.
 #[inline(always)]
-pub(super) fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
     let one = l.splat(1.0);
     let t = l.div(one, ax);
     let s = l.sub(t, one);
@@ -223,73 +222,28 @@ pub fn erf_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     nan_where_nan(l, x, y)
 }
 
-/// Kernel of [`erf`]: a register at a time in the spec's form, or over a slice sorted by
-/// regions where lanes compress cheaply ([`map_by_regions`]); the same bits.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Erf<M>(core::marker::PhantomData<M>);
+kernel_type!(
+    /// Kernel of [`erf`]: a register at a time in the spec's form, or over a slice sorted by
+    /// regions where lanes compress cheaply ([`super::regions::map_by_regions`]); the same
+    /// bits.
+    Erf => erf, regions
+);
 
-impl<M: Mode> Kernel for Erf<M> {
-    const USES_FMA: bool = M::FAST;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        erf::<L, M>(l, x)
-    }
-    #[inline(always)]
-    fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-        map_by_regions::<L, Self>(l, src, dst)
-    }
-}
+kernel_type!(
+    /// Kernel of [`one_plus_erf`]: a register at a time (eight on AVX-512), or over a slice
+    /// sorted by its regions where lanes compress cheaply
+    /// ([`super::regions::map_by_regions`]); the same bits.
+    OnePlusErf => one_plus_erf, regions
+);
 
-/// The regions of `1 + erf(x)` from `x` (or any value of its sign) and `ax = |x|`: the small
-/// branch below [`ERF_SMALL`], the `erfc` branch above, and neither for a positive `x` from
-/// [`ERF_ONE`] on, where `2 - erfc` rounds to 2 (the computed `erfc` is below `2^-25` there,
-/// which already makes `1 - erfc` round to 1: the test `the_regions_form_is_the_spec_form`
-/// checks every float of `[4, 11]`), nor for an infinite or NaN `x`.
-#[inline(always)]
-pub(super) fn one_plus_erf_regions<L: Lanes>(l: L, x: L::F, ax: L::F) -> (L::M, L::M) {
-    // NaN lanes are in neither.
-    let small = l.lt(ax, l.splat(ERF_SMALL));
-    let below_one = l.lt(ax, l.splat(ERF_ONE));
-    let negative_finite = l.mask_and(l.lt(x, l.splat(0.0)), l.lt(ax, l.splat(f32::INFINITY)));
-    let large = l.mask_and(
-        l.ge(ax, l.splat(ERF_SMALL)),
-        l.mask_or(below_one, negative_finite),
-    );
-    (small, large)
-}
-
-/// `1 + erf(x)` from the values of [`one_plus_erf_regions`]' branches: a lane of neither region
-/// takes `erfc = 0` (2 for a positive `x`, 0 at `-inf`, the bits the spec's form gives there).
-#[inline(always)]
-pub(super) fn one_plus_erf_by_regions<L: Lanes>(
-    l: L,
-    x: L::F,
-    small: L::M,
-    large: L::M,
-    e: L::F,
-    erfc: L::F,
-) -> L::F {
-    let erfc = l.select(large, erfc, l.splat(0.0));
-    one_plus_erf_of(l, x, small, e, erfc)
-}
-
-/// Kernel of [`one_plus_erf`]: a register at a time (eight on AVX-512), or over a slice sorted
-/// by its regions where lanes compress cheaply ([`map_by_regions`]); the same bits.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct OnePlusErf<M>(core::marker::PhantomData<M>);
-
-impl<M: Mode> Kernel for OnePlusErf<M> {
-    const USES_FMA: bool = M::FAST;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        one_plus_erf::<L, M>(l, x)
-    }
-    #[inline(always)]
-    fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-        map_by_regions::<L, Self>(l, src, dst)
-    }
-}
-
+/// `1 + erf(x)` in the regions of `|x|`: the small branch below [`ERF_SMALL`], the `erfc`
+/// branch above, and neither for a positive `x` from [`ERF_ONE`] on, where `2 - erfc` rounds
+/// to 2 (the computed `erfc` is below `2^-25` there, which already makes `1 - erfc` round to
+/// 1: the test `the_regions_form_is_the_spec_form` checks every float of `[4, 11]`), nor for
+/// an infinite or NaN `x`. A lane of neither region takes `erfc = 0`: 2 for a positive `x`, 0
+/// at `-inf`, the bits the spec's form gives there.
+///
+/// `x` only needs the sign of the argument of erf (the erf GELU passes its own input).
 impl<M: Mode> TwoRegions for OnePlusErf<M> {
     const WIDE: bool = true;
     #[inline(always)]
@@ -298,19 +252,28 @@ impl<M: Mode> TwoRegions for OnePlusErf<M> {
     }
     #[inline(always)]
     fn regions<L: Lanes>(l: L, x: L::F, ax: L::F) -> (L::M, L::M) {
-        one_plus_erf_regions(l, x, ax)
+        // NaN lanes are in neither.
+        let small = l.lt(ax, l.splat(ERF_SMALL));
+        let below_one = l.lt(ax, l.splat(ERF_ONE));
+        let negative_finite = l.mask_and(l.lt(x, l.splat(0.0)), l.lt(ax, l.splat(f32::INFINITY)));
+        let large = l.mask_and(
+            l.ge(ax, l.splat(ERF_SMALL)),
+            l.mask_or(below_one, negative_finite),
+        );
+        (small, large)
     }
     #[inline(always)]
     fn formula_a<L: Lanes>(l: L, ax: L::F) -> L::F {
-        erf_small::<L, M>(l, ax)
+        Erf::<M>::formula_a(l, ax)
     }
     #[inline(always)]
     fn formula_b<L: Lanes>(l: L, ax: L::F) -> L::F {
-        erfc_large::<L, M>(l, ax)
+        Erf::<M>::formula_b(l, ax)
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {
-        one_plus_erf_by_regions(l, x, small, large, e, erfc)
+        let erfc = l.select(large, erfc, l.splat(0.0));
+        one_plus_erf_of(l, x, small, e, erfc)
     }
 }
 

@@ -1,12 +1,10 @@
 //! GELU, `x * Phi(x)`, in its erf form and its tanh form (spec, "GELU"), plus the rational
 //! erf form fast mode uses (spec, "Fast-mode erf GELU").
 
-use super::erf::{
-    erf_small, erfc_large, one_plus_erf, one_plus_erf_by_regions, one_plus_erf_regions,
-};
-use super::regions::{TwoRegions, map_by_regions};
+use super::erf::{OnePlusErf, one_plus_erf};
+use super::regions::TwoRegions;
 use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
-use super::{Kernel, abs, fused_kernel_type, horner, kernel_type, nan_where_nan};
+use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan};
 use crate::lanes::Lanes;
 use crate::mode::{Fast, Mode};
 
@@ -117,26 +115,15 @@ fused_kernel_type!(
     GeluRational => gelu_erf_rational
 );
 
-/// Kernel of [`gelu_erf`]: a register at a time (eight on AVX-512), or over a slice sorted by
-/// the regions of its `1 + erf` where lanes compress cheaply ([`map_by_regions`]); the same
-/// bits.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GeluErf<M>(core::marker::PhantomData<M>);
+kernel_type!(
+    /// Kernel of [`gelu_erf`]: a register at a time (eight on AVX-512), or over a slice sorted
+    /// by the regions of its `1 + erf` where lanes compress cheaply
+    /// ([`super::regions::map_by_regions`]); the same bits.
+    GeluErf => gelu_erf, regions
+);
 
-impl<M: Mode> Kernel for GeluErf<M> {
-    const USES_FMA: bool = M::FAST;
-    #[inline(always)]
-    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
-        gelu_erf::<L, M>(l, x)
-    }
-    #[inline(always)]
-    fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-        map_by_regions::<L, Self>(l, src, dst)
-    }
-}
-
-/// The erf GELU as the regions of its `1 + erf(y)`, `y = x / sqrt 2` (see
-/// [`one_plus_erf_regions`]); [`gelu_specials`] places the special values.
+/// The erf GELU as the regions of its `1 + erf(y)`, `y = x / sqrt 2` ([`OnePlusErf`]'s);
+/// [`gelu_specials`] places the special values.
 ///
 /// The GELU's inputs in a model are mostly small: in the example block's MLP (pre-activations
 /// of spread about 0.5) five in six lanes take the small branch, yet nearly every register of
@@ -149,21 +136,21 @@ impl<M: Mode> TwoRegions for GeluErf<M> {
     }
     #[inline(always)]
     fn regions<L: Lanes>(l: L, x: L::F, ay: L::F) -> (L::M, L::M) {
-        // `y = x / sqrt 2` has the sign of `x`; `y < 0` and `x < 0` differ only where `y`
-        // rounds to `-0`, a small-branch lane.
-        one_plus_erf_regions(l, x, ay)
+        // `y` has the sign of `x`; `y < 0` and `x < 0` differ only where `y` rounds to `-0`,
+        // a small-branch lane.
+        OnePlusErf::<M>::regions(l, x, ay)
     }
     #[inline(always)]
     fn formula_a<L: Lanes>(l: L, ay: L::F) -> L::F {
-        erf_small::<L, M>(l, ay)
+        OnePlusErf::<M>::formula_a(l, ay)
     }
     #[inline(always)]
     fn formula_b<L: Lanes>(l: L, ay: L::F) -> L::F {
-        erfc_large::<L, M>(l, ay)
+        OnePlusErf::<M>::formula_b(l, ay)
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {
-        let one_plus = one_plus_erf_by_regions(l, x, small, large, e, erfc);
+        let one_plus = OnePlusErf::<M>::finish(l, x, small, large, e, erfc);
         let g = l.mul(l.mul(l.splat(0.5), x), one_plus);
         gelu_specials(l, x, g)
     }
@@ -181,7 +168,7 @@ mod tests {
     use crate::mode::Exact;
 
     /// [`GeluErf`]'s `by_regions` gives a positive `x` whose `|x| / sqrt 2` is at least
-    /// [`ERF_ONE`] the value `(0.5 x) * 2` without computing `erfc`. [`gelu_erf`], the spec's
+    /// 4 (`ERF_ONE`) the value `(0.5 x) * 2` without computing `erfc`. [`gelu_erf`], the spec's
     /// form, rounds to exactly that at every float of `[5.6, 16]` (beyond, `exp(-x^2 / 2)` is 0)
     /// and at a sample of larger ones, in both modes; elsewhere the two agree bit for bit on
     /// every 9973rd float.

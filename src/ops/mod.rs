@@ -57,7 +57,9 @@ pub trait Kernel: Sized + Send + Sync + 'static {
 ///
 /// `$name => $func, wide` declares a kernel whose slice loop takes a [`Lanes::WideGroup`] at
 /// once ([`map::map_wide`]): one of long dependent chains (an exp inside) that was measured to
-/// gain from more registers in flight.
+/// gain from more registers in flight. `$name => $func, regions` declares one that maps a slice
+/// sorted by the regions of its algorithm ([`regions::map_by_regions`]; the type implements
+/// [`regions::TwoRegions`]).
 macro_rules! kernel_type {
     ($(#[$doc:meta])* $name:ident => $func:ident $(, $wide:ident)?) => {
         $(#[$doc])*
@@ -94,12 +96,19 @@ macro_rules! fused_kernel_type {
 }
 pub(crate) use fused_kernel_type;
 
-/// The [`Kernel::map`] of a kernel declared `wide` by [`kernel_type`] or [`fused_kernel_type`].
+/// The [`Kernel::map`] of a kernel declared `wide` or `regions` by [`kernel_type`] or
+/// [`fused_kernel_type`].
 macro_rules! wide_map {
     (wide) => {
         #[inline(always)]
         fn map<L: $crate::lanes::Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
             $crate::ops::map::map_wide::<L, Self>(l, src, dst)
+        }
+    };
+    (regions) => {
+        #[inline(always)]
+        fn map<L: $crate::lanes::Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
+            $crate::ops::regions::map_by_regions::<L, Self>(l, src, dst)
         }
     };
 }
