@@ -1,14 +1,16 @@
-//! Kernels whose algorithm has two regions (erf's small and large `|x|`), over a slice with
-//! each region's lanes gathered into dense registers first.
+//! Kernels whose algorithm has two regions (erf's small and large `|x|`; also `1 + erf` and
+//! the erf GELU), over a slice with the costly region's lanes gathered into dense registers
+//! first.
 //!
 //! A register group of 64 lanes nearly always holds lanes of both regions, so the per-register
 //! kernel computes both formulas for every lane and selects. On lane types that compress lanes
 //! cheaply ([`Lanes::COMPRESSES`]: AVX-512, AVX2), [`map_by_regions`] instead sorts each
-//! chunk of the slice: the arguments of region A's lanes packed into one buffer, region B's
-//! into another, each formula run over its own buffer only, the results expanded back to their
-//! lanes and finished. A lane of neither region (a saturated or special value) runs neither
-//! formula. Every lane still goes through the same operations on the same values, so the bits
-//! are those of [`TwoRegions::by_regions`] lane by lane, which the function's register form
+//! chunk of the slice: the arguments of region B's lanes (the costly formula's) packed into a
+//! buffer, that formula run over the buffer only, the results expanded back to their lanes and
+//! finished, region A's short formula on the registers that have a lane of it. A lane of
+//! neither region (a saturated or special value) runs neither formula. Every lane still goes
+//! through the same operations on the same values, so the bits are those of the test-only
+//! `TwoRegions::by_regions` lane by lane, which the function's register form
 //! ([`super::Kernel::apply`]) must equal.
 
 use super::Kernel;
@@ -16,8 +18,8 @@ use super::map::{map_lanes, map_lanes_in_place, map_wide};
 use crate::lanes::{Lanes, MAX_WIDTH};
 
 /// A function computed by one of two formulas per lane, then finished lane by lane. Its
-/// register form is its [`Kernel::apply`], which must give the bits of
-/// [`TwoRegions::by_regions`].
+/// register form is its [`Kernel::apply`], which must give the bits of the test-only
+/// `TwoRegions::by_regions`.
 pub trait TwoRegions: Kernel {
     /// Whether the register form runs a [`Lanes::WideGroup`] per step ([`map_wide`]) rather
     /// than a group ([`map_lanes`]): for the chunks left in the register form.
@@ -123,7 +125,7 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
 /// One chunk (at most [`CHUNK`] elements) of [`map_by_regions`], sorted; returns how many of
 /// its lanes (padding included) were region B's. Only region B (the costly formula) is
 /// gathered: region A's formula is short, and it runs on the registers that have a
-/// lane of it, as [`TwoRegions::by_regions`] does.
+/// lane of it, as the test-only `TwoRegions::by_regions` does.
 ///
 /// The gathering and the finishing passes take a [`Lanes::Group`] of registers per step, then
 /// single registers (one register per step left the finishing pass, a dependent chain per
