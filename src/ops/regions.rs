@@ -107,6 +107,9 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
     // sends the next few through the register form, then one is sorted again to look.
     const LOOK_AGAIN_AFTER: usize = 7;
     let mut register_form = 0;
+    // Region B's buffer, for every chunk: up to a chunk, plus a register of room for a
+    // compress or an expand at its end. Made (and zeroed) once per slice, not per chunk.
+    let mut buf_b = [0f32; CHUNK + MAX_WIDTH];
     for (c, out) in dst.chunks_mut(CHUNK).enumerate() {
         let from = src.map(|s| &s[c * CHUNK..c * CHUNK + out.len()]);
         if register_form > 0 {
@@ -116,7 +119,7 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
                 Some(from) => map_lanes::<L, R>(l, from, out),
                 None => map_lanes_in_place::<L, R>(l, out),
             }
-        } else if 2 * chunk_by_regions::<L, R>(l, from, out) > out.len() {
+        } else if 2 * chunk_by_regions::<L, R>(l, from, out, &mut buf_b) > out.len() {
             register_form = LOOK_AGAIN_AFTER;
         }
     }
@@ -132,19 +135,23 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
 /// register, short of independent work), and region B's formula runs a
 /// [`Lanes::WideGroup`] per step over its buffer.
 #[inline(always)]
-fn chunk_by_regions<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32]) -> usize {
+fn chunk_by_regions<L: Lanes, R: TwoRegions>(
+    l: L,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+    buf_b: &mut [f32; CHUNK + MAX_WIDTH],
+) -> usize {
     let grouped = dst.len() - dst.len() % <L::Group as Lanes>::WIDTH;
-    // Up to a chunk, plus a register of room for a compress or an expand at its end.
-    let mut buf_b = [0f32; CHUNK + MAX_WIDTH];
-    // Region B's arguments to the front of the buffer, in lane order.
-    let n_b = gather_b::<_, R>(l.group(), src, dst, 0..grouped, &mut buf_b, 0);
-    let n_b = gather_b::<_, R>(l, src, dst, grouped..dst.len(), &mut buf_b, n_b);
+    // Region B's arguments to the front of the buffer, in lane order (what lies past them is
+    // left from an earlier chunk: computed and never read).
+    let n_b = gather_b::<_, R>(l.group(), src, dst, 0..grouped, buf_b, 0);
+    let n_b = gather_b::<_, R>(l, src, dst, grouped..dst.len(), buf_b, n_b);
     // Its formula over its own lanes only, in whole registers (the lanes past the count are
     // left-overs, computed and never read).
     map_wide::<L, FormulaB<R>>(l, None, &mut buf_b[..n_b.div_ceil(L::WIDTH) * L::WIDTH]);
     // Back to the lanes, with region A's formula where a lane needs it, finished.
-    let p_b = finish_lanes::<_, R>(l.group(), src, dst, 0..grouped, &buf_b, 0);
-    finish_lanes::<_, R>(l, src, dst, grouped..dst.len(), &buf_b, p_b);
+    let p_b = finish_lanes::<_, R>(l.group(), src, dst, 0..grouped, buf_b, 0);
+    finish_lanes::<_, R>(l, src, dst, grouped..dst.len(), buf_b, p_b);
     n_b
 }
 
