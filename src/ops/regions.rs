@@ -103,7 +103,7 @@ pub fn map_by_regions<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &
 fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
     // Sorting pays when region B's formula is needed by a minority of lanes: the erf of a
     // spread over [-8, 8] (42% of lanes) took 0.76x the time of the register form, the GELU of
-    // the same spread (77%) 1.13x when every chunk was sorted. A chunk where more than half
+    // the same spread (72%) 1.13x when every chunk was sorted. A chunk where more than half
     // the lanes were region B's sends the next few through the register form, then one is
     // sorted again to look; with this the GELU on that spread is within the noise of the
     // register form.
