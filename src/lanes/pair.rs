@@ -116,7 +116,10 @@ impl<L: Lanes> Lanes for Pair<L> {
         and_i(a: I, b: I) -> I;
         shl_i<const N: i32>(a: I) -> I;
         sra_i<const N: i32>(a: I) -> I;
+        round_even(x: F) -> F;
+        scale_pow2(p: F, n: F) -> F;
     }
+    const SCALES: bool = L::SCALES;
     #[inline(always)]
     fn any(self, m: Self::M) -> bool {
         self.0.any(self.0.mask_or(m.0, m.1))

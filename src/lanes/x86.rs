@@ -614,6 +614,23 @@ impl Lanes for Avx512 {
         proven!(_mm512_sra_epi32(a, _mm_cvtsi32_si128(N)))
     }
 
+    const SCALES: bool = true;
+
+    #[inline(always)]
+    fn round_even(self, x: __m512) -> __m512 {
+        // Round to nearest even (imm bits 1:0 = 0, bit 2 = 0: the immediate's mode, not
+        // MXCSR's), precision exception suppressed (bit 3), to 0 fraction bits (bits 7:4).
+        proven!(_mm512_roundscale_ps::<
+            { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
+        >(x))
+    }
+    #[inline(always)]
+    fn scale_pow2(self, p: __m512, n: __m512) -> __m512 {
+        // `vscalefps`: `p * 2^floor(n)`, rounded once; `n` is integral, the product normal
+        // (the method's contract), so the product is exact.
+        proven!(_mm512_scalef_ps(p, n))
+    }
+
     const COMPRESSES: bool = true;
 
     #[inline(always)]

@@ -44,19 +44,45 @@ pub const FAST_EXP_HIGH: f32 = 88.3;
 /// The degree-3 coefficients of the fast exp, highest first.
 pub const FAST_EXP_Q: [f32; 4] = [0.008_312_525, 0.041_890_115, 0.166_671_14, 0.499_992_3];
 
-/// Spec steps 1 to 3: `(p, n)` with `exp(x) ~ p * 2^n`. In fast mode every multiply-add fuses.
+/// Spec steps 1 to 3: `(p, n, n_int)` with `exp(x) ~ p * 2^n`, `n` an integral float and
+/// `n_int` the same integer in `i32` lanes. In fast mode every multiply-add fuses.
+///
+/// Exact mode on a lane type that [`Lanes::SCALES`] rounds `x * log2 e` with
+/// [`Lanes::round_even`] (one instruction) instead of the spec's `(x*c + M) - M`: the same
+/// integer for `|x*c| < 2^22` (the spec's own condition), except that it may be `-0` where the
+/// spec's is `+0`. That changes no later bit: `n = ±0` makes `r = x - 0*ln2_hi - 0*ln2_lo`,
+/// which is `x` (or a zero of either sign when `x` is one: then `p = 1 + (±0 + ...) = 1`), and
+/// scales by `2^0`. Fast mode keeps the fused `x*c + M`, whose single rounding can pick
+/// another integer than a rounded product would, so that every lane type gives its bits.
+/// `n_int` costs nothing where it goes unused (the compiler drops it).
 #[inline(always)]
-fn reduce<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::I) {
+fn reduce<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::F, L::I) {
     let magic = l.splat(ROUND_MAGIC);
-    let t = M::madd(l, x, l.splat(LOG2E), magic);
-    let n = l.sub(t, magic);
-    let n_int = l.sub_i(l.to_bits(t), l.to_bits(magic));
+    let (n, n_int) = if L::SCALES && !M::FAST {
+        let n = l.round_even(l.mul(x, l.splat(LOG2E)));
+        (n, l.sub_i(l.to_bits(l.add(n, magic)), l.to_bits(magic)))
+    } else {
+        let t = M::madd(l, x, l.splat(LOG2E), magic);
+        (l.sub(t, magic), l.sub_i(l.to_bits(t), l.to_bits(magic)))
+    };
     // (x - n*ln2_hi) - n*ln2_lo: n*(-c) + x is x - n*c, bit for bit.
     let r = M::madd(l, n, l.splat(-LN2_HI), x);
     let r = M::madd(l, n, l.splat(-LN2_LO), r);
     let q = horner::<L, M, 5>(l, r, &EXP_Q);
     let p = l.add(l.splat(1.0), M::madd(l, l.mul(r, r), q, r));
-    (p, n_int)
+    (p, n, n_int)
+}
+
+/// `p * 2^n` where the product is normal (`p` positive and normal, `n == n_int`): one
+/// `vscalefps` on a lane type that [`Lanes::SCALES`], [`scale_normal`]'s two integer operations
+/// elsewhere. The same bits: the product is exact.
+#[inline(always)]
+fn scale_exact<L: Lanes>(l: L, p: L::F, n: L::F, n_int: L::I) -> L::F {
+    if L::SCALES {
+        l.scale_pow2(p, n)
+    } else {
+        scale_normal(l, p, n_int)
+    }
 }
 
 /// Below this `|x|` (every lane of a register) [`exp`] scales by one power of two and selects
@@ -90,16 +116,16 @@ pub fn exp<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 /// (see [`exp`]). Outside that range, anything.
 #[inline(always)]
 pub fn exp_one_scale<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
-    let (p, n) = reduce::<L, M>(l, x);
+    let (p, n, n_int) = reduce::<L, M>(l, x);
     // `p * 2^n` is normal here (see [`exp`]).
-    scale_normal(l, p, n)
+    scale_exact(l, p, n, n_int)
 }
 
 /// The spec's `exp` as it writes it: two power-of-two factors (a subnormal result rounds
 /// once), then the special values selected.
 #[inline(always)]
 fn exp_two_factor<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
-    let (p, n) = reduce::<L, M>(l, x);
+    let (p, _, n) = reduce::<L, M>(l, x);
     let a = l.sra_i::<1>(n);
     let b = l.sub_i(n, a);
     let y = l.mul(l.mul(p, pow2i(l, a)), pow2i(l, b));
@@ -133,16 +159,16 @@ pub fn exp_in<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 /// selects, which change nothing there (no NaN, no flush, `n <= 124`).
 #[inline(always)]
 pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
-    let (p, n) = reduce::<L, M>(l, x);
+    let (p, n, n_int) = reduce::<L, M>(l, x);
     // `y` is `exp_one_scale(x)`, and `p * 2^n` wherever `n <= 127` and
     // `x >= EXP_NONPOSITIVE_FLUSH` (a normal result, `p` in `[0.70, 1.42]`); the selects below
     // replace every other lane. `n` is needed below.
-    let y = scale_normal(l, p, n);
+    let y = scale_exact(l, p, n, n_int);
     // `|x| < 86` lies inside `[EXP_NONPOSITIVE_FLUSH, 86]`, where the selects change nothing.
     if all_abs_below(l, x, EXP_ONE_SCALE) {
         return y;
     }
-    let y = l.select(l.gt_i(n, l.splat_i(127)), l.splat(f32::INFINITY), y);
+    let y = l.select(l.gt_i(n_int, l.splat_i(127)), l.splat(f32::INFINITY), y);
     let y = l.select(l.lt(x, l.splat(EXP_NONPOSITIVE_FLUSH)), l.splat(0.0), y);
     nan_where_nan(l, x, y)
 }
@@ -180,7 +206,7 @@ pub fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
     let q = horner::<L, crate::mode::Fast, 4>(l, r, &FAST_EXP_Q);
     let p = l.add(l.splat(1.0), l.fma(l.mul(r, r), q, r));
     // Normal in the whole clamp range: `exp(-87.3) > 2^-126`, `exp(88.3) < 2^128`.
-    scale_normal(l, p, n_int)
+    scale_exact(l, p, n, n_int)
 }
 
 kernel_type!(
