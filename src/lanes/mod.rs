@@ -358,14 +358,15 @@ mod tests {
         type Output = (Vec<f32>, Vec<u32>);
         const USES_FMA: bool = false;
         fn run<L: Lanes>(self, l: L) -> Self::Output {
+            // Every one of the MAX_WIDTH lanes, a register of `L` at a time.
             let mut round = [0f32; MAX_WIDTH];
             let mut scaled = [0f32; MAX_WIDTH];
-            l.store(l.round_even(l.load(&self.x)), &mut round);
-            l.store(l.scale_pow2(l.load(&self.p), l.load(&self.n)), &mut scaled);
-            (
-                round[..L::WIDTH].to_vec(),
-                scaled[..L::WIDTH].iter().map(|v| v.to_bits()).collect(),
-            )
+            for k in (0..MAX_WIDTH).step_by(L::WIDTH) {
+                l.store(l.round_even(l.load(&self.x[k..])), &mut round[k..]);
+                let product = l.scale_pow2(l.load(&self.p[k..]), l.load(&self.n[k..]));
+                l.store(product, &mut scaled[k..]);
+            }
+            (round.to_vec(), scaled.iter().map(|v| v.to_bits()).collect())
         }
     }
 
@@ -393,7 +394,13 @@ mod tests {
         }
         assert!(products.len() > 9000, "{}", products.len());
         for isa in Isa::available() {
-            for (xc, pc) in xs.chunks(MAX_WIDTH).zip(products.chunks(MAX_WIDTH).cycle()) {
+            let (xs, ps): (Vec<_>, Vec<_>) = (
+                xs.chunks(MAX_WIDTH).collect(),
+                products.chunks(MAX_WIDTH).collect(),
+            );
+            // Every chunk of both lists (the shorter one cycles).
+            for i in 0..xs.len().max(ps.len()) {
+                let (xc, pc) = (xs[i % xs.len()], ps[i % ps.len()]);
                 let (mut x, mut p, mut n) =
                     ([0f32; MAX_WIDTH], [1f32; MAX_WIDTH], [0f32; MAX_WIDTH]);
                 x[..xc.len()].copy_from_slice(xc);
