@@ -162,7 +162,7 @@ pub fn exp_nonpositive<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (p, n, n_int) = reduce::<L, M>(l, x);
     // `y` is `exp_one_scale(x)`, and `p * 2^n` wherever `n <= 127` and
     // `x >= EXP_NONPOSITIVE_FLUSH` (a normal result, `p` in `[0.70, 1.42]`); the selects below
-    // replace every other lane. `n` is needed below.
+    // replace every other lane. `n_int` is needed below.
     let y = scale_exact(l, p, n, n_int);
     // `|x| < 86` lies inside `[EXP_NONPOSITIVE_FLUSH, 86]`, where the selects change nothing.
     if all_abs_below(l, x, EXP_ONE_SCALE) {
