@@ -159,19 +159,26 @@ fn branches<L: Lanes, M: Mode>(l: L, ax: L::F) -> (L::M, L::F, L::F) {
 /// form; inputs concentrated near 0, as a model's GELU sees them, are where sorting pays.
 #[inline(always)]
 pub fn one_plus_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    nan_where_nan(l, x, one_plus_erf_of_number::<L, M>(l, x))
+}
+
+/// [`one_plus_erf`] without its NaN select, for a caller that places the canonical NaN itself
+/// (the erf GELU, whose product with `0.5 * x` is a NaN in a NaN lane anyway): a NaN lane gets
+/// an unspecified value.
+#[inline(always)]
+pub(super) fn one_plus_erf_of_number<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let (small, e_small, erfc) = branches::<L, M>(l, abs(l, x));
     one_plus_erf_of(l, x, small, e_small, erfc)
 }
 
 /// `1 + erf(x)` from its branches' values: `1 + erf` by the small branch where `small`
 /// (`e_small`, the magnitude of erf there), `erfc(|x|)` for negative `x` elsewhere and
-/// `2 - erfc(|x|)` for positive; canonical NaN for NaN.
+/// `2 - erfc(|x|)` for positive. No NaN select: a NaN lane gets an unspecified value.
 #[inline(always)]
 fn one_plus_erf_of<L: Lanes>(l: L, x: L::F, small: L::M, e_small: L::F, erfc: L::F) -> L::F {
     let y_small = l.add(l.splat(1.0), l.or(e_small, sign_bit(l, x)));
     let y_large = l.select(l.lt(x, l.splat(0.0)), erfc, l.sub(l.splat(2.0), erfc));
-    let y = l.select(small, y_small, y_large);
-    nan_where_nan(l, x, y)
+    l.select(small, y_small, y_large)
 }
 
 /// The fast erf clamps `|x|` here, where `erf` rounds to 1 in f32 (`erf(3.9192) = 1 - 2^-25`);
@@ -272,6 +279,22 @@ impl<M: Mode> TwoRegions for OnePlusErf<M> {
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {
+        nan_where_nan(l, x, Self::finish_of_number(l, x, small, large, e, erfc))
+    }
+}
+
+impl<M: Mode> OnePlusErf<M> {
+    /// [`TwoRegions::finish`] without its NaN select (as [`one_plus_erf_of_number`] is
+    /// [`one_plus_erf`] without it): a NaN lane gets an unspecified value.
+    #[inline(always)]
+    pub(super) fn finish_of_number<L: Lanes>(
+        l: L,
+        x: L::F,
+        small: L::M,
+        large: L::M,
+        e: L::F,
+        erfc: L::F,
+    ) -> L::F {
         let erfc = l.select(large, erfc, l.splat(0.0));
         one_plus_erf_of(l, x, small, e, erfc)
     }

@@ -1,7 +1,7 @@
 //! GELU, `x * Phi(x)`, in its erf form and its tanh form (spec, "GELU"), plus the rational
 //! erf form fast mode uses (spec, "Fast-mode erf GELU").
 
-use super::erf::{OnePlusErf, one_plus_erf};
+use super::erf::{OnePlusErf, one_plus_erf_of_number};
 use super::regions::TwoRegions;
 use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
 use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan};
@@ -34,7 +34,9 @@ fn gelu_specials<L: Lanes>(l: L, x: L::F, y: L::F) -> L::F {
 #[inline(always)]
 pub fn gelu_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let y = l.mul(x, l.splat(FRAC_1_SQRT_2));
-    let g = l.mul(l.mul(l.splat(0.5), x), one_plus_erf::<L, M>(l, y));
+    // A NaN `x` makes `g` a NaN whatever `1 + erf` gives, and `gelu_specials` places the
+    // canonical one: `1 + erf` needs no NaN select of its own.
+    let g = l.mul(l.mul(l.splat(0.5), x), one_plus_erf_of_number::<L, M>(l, y));
     gelu_specials(l, x, g)
 }
 
@@ -150,7 +152,8 @@ impl<M: Mode> TwoRegions for GeluErf<M> {
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {
-        let one_plus = OnePlusErf::<M>::finish(l, x, small, large, e, erfc);
+        // No NaN select in `1 + erf`, as in [`gelu_erf`]: `gelu_specials` places it.
+        let one_plus = OnePlusErf::<M>::finish_of_number(l, x, small, large, e, erfc);
         let g = l.mul(l.mul(l.splat(0.5), x), one_plus);
         gelu_specials(l, x, g)
     }
