@@ -29,8 +29,9 @@ fn gelu_specials<L: Lanes>(l: L, x: L::F, y: L::F) -> L::F {
 }
 
 /// The accurate erf form: `(0.5*x) * (1 + erf(x/sqrt 2))`, with `1 + erf` from
-/// [`one_plus_erf`] (no cancellation for negative `x`). Exact in exact mode; in fast mode the
-/// same algorithm with fused multiply-adds (the fast *operator* is [`gelu_erf_rational`]).
+/// [`one_plus_erf`](super::erf::one_plus_erf) (no cancellation for negative `x`). Exact in
+/// exact mode; in fast mode the same algorithm with fused multiply-adds (the fast *operator* is
+/// [`gelu_erf_rational`]).
 #[inline(always)]
 pub fn gelu_erf<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let y = l.mul(x, l.splat(FRAC_1_SQRT_2));
