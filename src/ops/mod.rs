@@ -16,6 +16,8 @@
 #![allow(clippy::excessive_precision, clippy::approx_constant)]
 
 pub mod axpy;
+#[cfg(test)]
+mod clean_form_test;
 pub mod erf;
 pub mod exp;
 pub mod func;

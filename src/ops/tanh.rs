@@ -131,33 +131,7 @@ fused_kernel_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::{Isa, WithLanes};
-
-    /// [`tanh_rational`] of every `x` twice, as bit pairs: on a register of `x` alone (the
-    /// clean form where `|x| < 9.02`) and in lane 1 of a register whose lane 0 is NaN (always
-    /// the clamped form with its selects).
-    struct AloneAndBesideNan<'a>(&'a [f32]);
-
-    impl WithLanes for AloneAndBesideNan<'_> {
-        type Output = Vec<(u32, u32)>;
-        const USES_FMA: bool = true;
-        fn run<L: Lanes>(self, l: L) -> Self::Output {
-            let lane = |v: L::F, i: usize| {
-                let mut out = [0f32; 16];
-                l.store(v, &mut out);
-                out[i].to_bits()
-            };
-            self.0
-                .iter()
-                .map(|&x| {
-                    let mut xs = [x; 16];
-                    xs[0] = f32::NAN;
-                    let alone = lane(tanh_rational(l, l.splat(x)), 0);
-                    (alone, lane(tanh_rational(l, l.load(&xs)), 1))
-                })
-                .collect()
-        }
-    }
+    use crate::ops::clean_form_test::assert_clean_form_is_general_form;
 
     /// The fast tanh's clean form gives the clamped form's bits wherever it runs: every float
     /// of `[8.9, 9.1]` and the 4,097 smallest, both signs, and a sparse sweep of all floats, on every
@@ -172,20 +146,11 @@ mod tests {
             .map(f32::from_bits)
             .filter(|x| !x.is_nan())
             .collect();
-        let mut wide = 0;
-        for isa in Isa::available() {
-            let out = isa.supported().unwrap().dispatch(AloneAndBesideNan(&xs));
-            for (&x, (alone, beside_nan)) in xs.iter().zip(out) {
-                if x.abs() >= TANH_FAST_CLAMP {
-                    assert_eq!(f32::from_bits(alone), 1f32.copysign(x), "{isa}: x {x:e}");
-                }
-                if isa.width() > 1 {
-                    assert_eq!(alone, beside_nan, "{isa}: x {x:e}");
-                    wide += 1;
-                }
+        for (isa, x, y) in assert_clean_form_is_general_form::<TanhRational>(&xs) {
+            if x.abs() >= TANH_FAST_CLAMP {
+                assert_eq!(f32::from_bits(y), 1f32.copysign(x), "{isa}: x {x:e}");
             }
         }
-        assert!(wide > 0 || !cfg!(target_arch = "x86_64"));
     }
 
     #[test]
