@@ -11,9 +11,7 @@
 
 use super::exp::exp_in;
 use super::regions::TwoRegions;
-use super::{
-    abs, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit,
-};
+use super::{abs, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
 
