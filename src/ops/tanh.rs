@@ -123,7 +123,7 @@ fn rational_tanh_of_abs<L: Lanes>(l: L, c: L::F) -> L::F {
 
 fused_kernel_type!(
     /// Kernel of [`tanh_rational`] (always fused).
-    TanhRational => tanh_rational, wide
+    TanhRational => tanh_rational
 );
 
 #[cfg(test)]
