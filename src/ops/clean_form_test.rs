@@ -5,28 +5,31 @@ use super::Kernel;
 use crate::lanes::{Isa, Lanes, WithLanes};
 
 /// `K` of every `x` twice, as bit pairs: on a register of `x` alone and in lane 1 of a
-/// register whose lane 0 is NaN.
+/// register whose lane 0 is NaN (lane 1 is past the end of a one-lane register: its pair is
+/// not compared).
 struct AloneAndBesideNan<'a, K>(&'a [f32], core::marker::PhantomData<K>);
 
 impl<K: Kernel> WithLanes for AloneAndBesideNan<'_, K> {
     type Output = Vec<(u32, u32)>;
     const USES_FMA: bool = K::USES_FMA;
     fn run<L: Lanes>(self, l: L) -> Self::Output {
-        let lane = |v: L::F, i: usize| {
-            let mut out = [0f32; 16];
-            l.store(v, &mut out);
-            out[i].to_bits()
-        };
         self.0
             .iter()
             .map(|&x| {
                 let mut xs = [x; 16];
                 xs[0] = f32::NAN;
-                let alone = lane(K::apply(l, l.splat(x)), 0);
-                (alone, lane(K::apply(l, l.load(&xs)), 1))
+                let alone = lane_bits(l, K::apply(l, l.splat(x)), 0);
+                (alone, lane_bits(l, K::apply(l, l.load(&xs)), 1))
             })
             .collect()
     }
+}
+
+/// The bit pattern of lane `i` of `v`.
+pub fn lane_bits<L: Lanes>(l: L, v: L::F, i: usize) -> u32 {
+    let mut out = [0f32; crate::lanes::MAX_WIDTH];
+    l.store(v, &mut out);
+    out[i].to_bits()
 }
 
 /// `K` of each of `xs` on every available lane type, alone in a register (bits), after

@@ -60,6 +60,7 @@ kernel_type!(
 mod tests {
     use super::*;
     use crate::lanes::{Isa, WithLanes};
+    use crate::ops::clean_form_test::lane_bits;
 
     /// `x / (1 + e^-z)` of every `(x, z)` twice: on a register of that pair alone (the clean
     /// form where `-z` is in range) and on a register whose first lane is NaN (always the
@@ -70,11 +71,7 @@ mod tests {
         type Output = Vec<(u32, u32, bool)>;
         const USES_FMA: bool = true;
         fn run<L: Lanes>(self, l: L) -> Self::Output {
-            let lane = |v: L::F, i: usize| {
-                let mut out = [0f32; 16];
-                l.store(v, &mut out);
-                out[i].to_bits()
-            };
+            let lane = |v: L::F, i: usize| lane_bits(l, v, i);
             self.0
                 .iter()
                 .map(|&(x, z)| {
