@@ -25,10 +25,41 @@ pub const LOG_W: [f32; 5] = [
 ];
 
 /// `log(x)`: `+inf` for `+inf`, `-inf` for `+-0`, canonical NaN for `x < 0` and NaN.
+///
+/// A register whose lanes are all positive normal finite floats (the usual case) skips the
+/// subnormal scaling and the selects of the special values, which change nothing there: one
+/// integer test instead of five compares and six selects; the same bits. Not on the one-lane
+/// type: there the test is a branch per element, which keeps the compiler from vectorising the
+/// branch-free loop (1.7-1.9x the time on Zen 4).
 #[inline(always)]
 pub fn log<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    if L::WIDTH > 1 && all_positive_normal(l, x) {
+        return log_of_normal::<L, M>(l, x, l.splat(0.0));
+    }
     let subnormal = l.lt(x, l.splat(LOG_SUBNORMAL));
     let xs = l.select(subnormal, l.mul(x, l.splat(LOG_SCALE)), x);
+    let y = log_of_normal::<L, M>(l, xs, l.select(subnormal, l.splat(24.0), l.splat(0.0)));
+    let y = l.select(l.gt(x, l.splat(f32::MAX)), l.splat(f32::INFINITY), y);
+    let y = l.select(l.lt(x, l.splat(0.0)), l.splat(super::CANONICAL_NAN), y);
+    let y = l.select(l.eq(x, l.splat(0.0)), l.splat(f32::NEG_INFINITY), y);
+    nan_where_nan(l, x, y)
+}
+
+/// Whether every lane of `x` is a positive normal finite float: its bit pattern plus
+/// `0x0080_0000` (one more in the exponent field) is above `0x00FF_FFFF` as a signed integer.
+/// That sum carries into the sign bit for an exponent field of 255 (infinity, NaN), stays below
+/// `0x0100_0000` for one of 0 (zero, subnormal), and is negative, or wraps to below
+/// `0x0080_0000`, for a negative `x`.
+#[inline(always)]
+fn all_positive_normal<L: Lanes>(l: L, x: L::F) -> bool {
+    let shifted = l.add_i(l.to_bits(x), l.splat_i(0x0080_0000));
+    l.all(l.gt_i(shifted, l.splat_i(0x00FF_FFFF)))
+}
+
+/// The spec's steps for a positive normal `xs` (the input, or a subnormal input scaled by
+/// `2^24`), `scaled` the 24 (or 0) to take off its exponent: `log(xs) - scaled * ln 2`.
+#[inline(always)]
+fn log_of_normal<L: Lanes, M: Mode>(l: L, xs: L::F, scaled: L::F) -> L::F {
     let ix = l.sub_i(l.to_bits(xs), l.splat_i(SQRT_HALF_BITS));
     let e = l.sra_i::<23>(ix);
     let m = l.from_bits(l.add_i(
@@ -37,7 +68,8 @@ pub fn log<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     ));
     let magic = l.splat(ROUND_MAGIC);
     let fe = l.sub(l.from_bits(l.add_i(e, l.to_bits(magic))), magic);
-    let ef = l.sub(fe, l.select(subnormal, l.splat(24.0), l.splat(0.0)));
+    // `fe - 0` is `fe`, bit for bit (an integral float; a zero keeps its sign).
+    let ef = l.sub(fe, scaled);
 
     let one = l.splat(1.0);
     let f = l.sub(m, one);
@@ -47,17 +79,12 @@ pub fn log<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     let s2 = l.add(s, s);
     let logm = M::madd(l, s2, l.mul(z, w), s2);
     // ef*ln2_hi + (logm + ef*ln2_lo)
-    let y = M::madd(
+    M::madd(
         l,
         ef,
         l.splat(LN2_HI),
         M::madd(l, ef, l.splat(LN2_LO), logm),
-    );
-
-    let y = l.select(l.gt(x, l.splat(f32::MAX)), l.splat(f32::INFINITY), y);
-    let y = l.select(l.lt(x, l.splat(0.0)), l.splat(super::CANONICAL_NAN), y);
-    let y = l.select(l.eq(x, l.splat(0.0)), l.splat(f32::NEG_INFINITY), y);
-    nan_where_nan(l, x, y)
+    )
 }
 
 kernel_type!(
@@ -68,6 +95,40 @@ kernel_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lanes::Isa;
+    use crate::mode::{Exact, Fast};
+    use crate::ops::clean_form_test::assert_clean_form_is_general_form;
+
+    /// The clean form (every lane a positive normal finite float) gives the general form's bits
+    /// in both modes: every float around the smallest normal and around `f32::MAX` and
+    /// infinity, both signs, and every 65,521st float, on every lane type wider than one; and
+    /// alone in a register, every lane type gives the bits of the one-lane type, which always
+    /// takes the general form (so a clean test that let in a NaN or an infinity fails too).
+    #[test]
+    fn the_clean_form_is_the_general_form() {
+        let xs: Vec<f32> = (0x007F_F000..=0x0080_1000)
+            .chain(0x7F7F_F000..=0x7F80_0010)
+            .chain(0..=16)
+            .flat_map(|b: u32| [b, b | 0x8000_0000])
+            .chain((0..=u32::MAX).step_by(65_521))
+            .map(f32::from_bits)
+            .filter(|x| !x.is_nan())
+            .collect();
+        for out in [
+            assert_clean_form_is_general_form::<Log<Exact>>(&xs),
+            assert_clean_form_is_general_form::<Log<Fast>>(&xs),
+        ] {
+            let scalar: Vec<u32> = out
+                .iter()
+                .filter(|(isa, _, _)| *isa == Isa::Scalar)
+                .map(|&(_, _, y)| y)
+                .collect();
+            assert_eq!(scalar.len(), xs.len());
+            for (i, &(isa, x, y)) in out.iter().enumerate() {
+                assert_eq!(y, scalar[i % xs.len()], "{isa}: x {x:e}");
+            }
+        }
+    }
 
     #[test]
     fn constants_have_their_bit_patterns() {
