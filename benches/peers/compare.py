@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side figures: the crate's criterion results (target/criterion) next to the peers
 measured by run.py (results.json) and ort_block.py (block.json, block-decode.json), one
-Markdown table per topic: elementwise operators and softmax, GEMM, GEMV, the transformer block.
+Markdown table per topic: elementwise operators and softmax, GEMM, GEMV, the transformer block;
+and block_ab.py's alternated rounds (block-ab.json), the block's ratios from the same minutes.
 
     python3 benches/peers/compare.py [--block-log FILE ...] [--block-ms exact@1=..,fast@1=..]
 
@@ -286,6 +287,19 @@ def block_table(title, block, crate_runs, notes):
                    "tokens/s ORT / exact / fast"], body))
 
 
+def alternation_table(doc):
+    """block_ab.py's rounds: the median of each round's tokens/s ratio, crate / ORT."""
+    if doc is None:
+        return None
+    body = [[r["threads"], r["mode"], f3(r["ort_ms"]), f3(r["crate_ms"]), f"{r['ratio_median']:.3f}",
+             f"{r['ratio_min']:.3f}-{r['ratio_max']:.3f}"] for r in doc.get("results", [])]
+    what = "Decode step" if doc.get("what") == "decode" else "Transformer block"
+    return (f"{what}, ORT and the crate in alternation (block_ab.py, {doc.get('rounds')} rounds, "
+            f"{doc.get('date')}; ratio above 1: the crate is faster)",
+            table(["threads", "mode", "ORT ms (median of rounds)", "crate ms (median of rounds)",
+                   "crate / ORT tokens/s (median of rounds)", "range"], body))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--criterion", default=report.DEFAULT_ROOT, help="criterion's output (default target/criterion)")
@@ -295,6 +309,8 @@ def main() -> int:
                     help="ort_block.py's JSON (default benches/peers/block.json, else block-quick.json)")
     ap.add_argument("--decode-json", default=None,
                     help="ort_block.py --decode's JSON (default block-decode.json, else block-decode-quick.json)")
+    ap.add_argument("--block-ab", default=None,
+                    help="block_ab.py's JSON (default benches/peers/block-ab.json, if there)")
     ap.add_argument("--block-log", action="append", default=[], metavar="FILE",
                     help="saved output of `cargo run --release --example transformer_block -- --threads N` "
                          "(repeat the option for several files; a file may hold several runs; the median of "
@@ -311,11 +327,13 @@ def main() -> int:
                                 os.path.join(HERE, "block-quick.json"))
     decode_path = first_existing(args.decode_json, os.path.join(HERE, "block-decode.json"),
                                  os.path.join(HERE, "block-decode-quick.json"))
+    ab_path = first_existing(args.block_ab, os.path.join(HERE, "block-ab.json"))
     for given, found, what in ((args.peers, peers_path, "--peers"), (args.block_json, block_path, "--block-json"),
-                               (args.decode_json, decode_path, "--decode-json")):
+                               (args.decode_json, decode_path, "--decode-json"), (args.block_ab, ab_path, "--block-ab")):
         if given and found != given:
             raise SystemExit(f"{what} {given}: no such file")
     peers, block, decode = load_json(peers_path), load_json(block_path), load_json(decode_path)
+    ab = load_json(ab_path)
     crate_runs = [r for path in args.block_log for r in parse_block_log(path)]
     if args.block_ms:
         crate_runs += parse_block_ms(args.block_ms)
@@ -329,7 +347,10 @@ def main() -> int:
         t = block_table(title, doc, runs, notes)
         if t:
             sections.append(t)
-    if not crate_runs:
+    t = alternation_table(ab)
+    if t:
+        sections.append(t)
+    if not crate_runs and ab is None:
         notes.append("no crate block figure given: save `cargo run --release --example transformer_block -- "
                      "--threads N` to a file and pass it with --block-log, or pass --block-ms")
     if decode is not None:
