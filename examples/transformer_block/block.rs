@@ -217,6 +217,7 @@ pub fn forward_packed<M: Mode>(
 
 /// The keys and values of the tokens seen so far, `[1, heads, capacity, head_dim]` each, the
 /// first `len` positions filled: the state of decoding one token at a time (batch 1).
+#[derive(Clone)]
 pub struct KvCache {
     pub k: Array4<f32>,
     pub v: Array4<f32>,
