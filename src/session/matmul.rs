@@ -1,9 +1,11 @@
 //! Matrix products with tile epilogues: the session's face of the GEMM (`crate::gemm`) and
 //! of the epilogues that run in its mode.
 //!
-//! A product runs on the calling thread unless its `m * n * k` (summed over a batch) reaches
-//! [`GEMM_WORK_PER_ELEMENT`] times the session's parallel threshold; its tiles are then spread
-//! over the session's threads. Products have no in-place form: C never aliases A or B.
+//! A product runs on the calling thread unless its work ([`product_work`]: its multiply-adds
+//! over [`GEMM_WORK_PER_ELEMENT`], or the values it reads and writes once, whichever is more)
+//! reaches the session's parallel threshold; its tiles (or, for one row of A, its chunks of
+//! columns) are then spread over the session's threads. Products have no in-place form: C
+//! never aliases A or B.
 
 use ndarray::{Array2, Array3, ArrayRef2, ArrayRef3};
 
@@ -16,6 +18,26 @@ use crate::{Error, Func, Mode};
 /// A product's `m * n * k` is compared with this many times the session's parallel threshold
 /// (which counts elements of element-wise work) to decide whether to split it across threads.
 const GEMM_WORK_PER_ELEMENT: usize = 64;
+
+/// What a product of `batch` items of `[m, k] x [k, n]` counts as against the session's
+/// parallel threshold (which counts elements of element-wise work): its multiply-adds over
+/// [`GEMM_WORK_PER_ELEMENT`], or the values of A, B and C, whichever is more.
+///
+/// The second is for products of few rows, a decode step's GEMV above all: one row of A
+/// against `k x n` weights does `k * n` multiply-adds, far below the first measure's line
+/// (`768 x 3072` counts 36,864), but it streams every weight from memory once, which is the
+/// work of an element-wise pass over as many values (2,359,296), and its chunks of columns
+/// split over threads as such a pass does. Counted by multiply-adds alone, a decode step ran
+/// its products on one thread at any thread count.
+fn product_work(batch: usize, m: usize, n: usize, k: usize) -> usize {
+    let madds = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
+    let values = m
+        .saturating_mul(k)
+        .saturating_add(k.saturating_mul(n))
+        .saturating_add(m.saturating_mul(n))
+        .saturating_mul(batch);
+    (madds / GEMM_WORK_PER_ELEMENT).max(values)
+}
 
 impl<M: Mode> Session<M> {
     /// `c = epilogue(a b)`: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`, all of any
@@ -89,13 +111,7 @@ impl<M: Mode> Session<M> {
             b,
             c: c.view_mut(),
         }];
-        self.gemm(
-            items,
-            m.saturating_mul(n).saturating_mul(k),
-            k,
-            &epilogue,
-            false,
-        )
+        self.gemm(items, product_work(1, m, n, k), k, &epilogue, false)
     }
 
     /// `b` (`[k, n]`, any strides) packed once for this session's instruction set, to be
@@ -179,8 +195,7 @@ impl<M: Mode> Session<M> {
                 c,
             })
             .collect();
-        let work = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
-        self.gemm(items, work, k, &epilogue, true)
+        self.gemm(items, product_work(batch, m, n, k), k, &epilogue, true)
     }
 
     /// `c[i] = epilogue(a[i] b[i])` as a new C-order `[batch, m, n]` array; see
@@ -227,10 +242,40 @@ impl<M: Mode> Session<M> {
         epilogue: &dyn TileEpilogue,
         batched: bool,
     ) -> Result<(), Error> {
-        if self.parallel(work / GEMM_WORK_PER_ELEMENT) {
+        if self.parallel(work) {
             self.install(|| gemm::<M>(self.isa, true, items, k, epilogue, batched))
         } else {
             gemm::<M>(self.isa, false, items, k, epilogue, batched)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::product_work;
+    use crate::{Fast, Session};
+
+    /// A decode step's products (one row of A against the block's weights) reach the default
+    /// parallel threshold by the weights they stream; tiny products do not; the block's
+    /// prefill products count by their multiply-adds, as before.
+    #[test]
+    fn a_gemv_over_large_weights_is_parallel_work_and_a_small_one_is_not() {
+        let line = Session::<Fast>::DEFAULT_PARALLEL_THRESHOLD;
+        for (k, n) in [(768, 2304), (768, 768), (768, 3072), (3072, 768)] {
+            assert!(product_work(1, 1, n, k) >= line, "1 x {k} x {n}");
+            assert_eq!(
+                product_work(1, 256, n, k),
+                256 * n * k / 64,
+                "256 x {k} x {n}"
+            );
+        }
+        assert!(product_work(1, 1, 64, 64) < line);
+        assert!(
+            product_work(12, 1, 255, 64) >= line,
+            "a decode step's scores, 12 heads"
+        );
+        assert!(product_work(2, 1, 64, 64) < line);
+        // No overflow on absurd sizes.
+        assert_eq!(product_work(usize::MAX, 2, 2, 2), usize::MAX);
     }
 }
