@@ -107,6 +107,34 @@ impl<'a> AttentionOptions<'a> {
     }
 }
 
+/// What attention over `batch x heads` blocks of `seq_q` queries against `seq_k` keys (of
+/// `kv_heads` heads; `dims` the key and value widths together) counts as against the
+/// session's parallel threshold: its multiply-adds over 64 (as a product's), or the values it
+/// reads and writes once, whichever is more. A decode step (one query row per head) streams
+/// the cache, 1.5 MiB for the example's 255 keys, with few multiply-adds per value: by its
+/// multiply-adds alone (6,120 for the example) it stayed on one thread, and its heads took
+/// 0.11-0.16 ms on two threads against 0.09-0.10 spread over them.
+fn attention_work(
+    batch: usize,
+    heads: usize,
+    kv_heads: usize,
+    seq_q: usize,
+    seq_k: usize,
+    dims: usize,
+) -> usize {
+    let madds = batch
+        .saturating_mul(heads)
+        .saturating_mul(seq_q)
+        .saturating_mul(seq_k.max(1))
+        .saturating_mul(dims);
+    let values = heads
+        .saturating_mul(seq_q)
+        .saturating_add(kv_heads.saturating_mul(seq_k))
+        .saturating_mul(dims)
+        .saturating_mul(batch);
+    (madds / 64).max(values)
+}
+
 /// Scores per key tile of the fast online softmax when the options leave `key_block` at 0
 /// (256 KiB of `f32`, within L2: 64 query rows x 1,024 keys, or one row x 65,536 keys). The
 /// two-pass form of a query block whose keys fit in one tile took 0.87x the online form's time
@@ -431,8 +459,8 @@ impl<M: Mode> Session<M> {
                 inner.attention_block_two_pass(plan, &block, &mut o)
             }
         };
-        let work = batch * heads * seq_q * seq_k.max(1) * (dim + v_dim);
-        if self.parallel(work / 64) {
+        let work = attention_work(batch, heads, heads / group, seq_q, seq_k, dim + v_dim);
+        if self.parallel(work) {
             self.install(|| items.into_par_iter().try_for_each(run))
         } else {
             items.into_iter().try_for_each(run)
@@ -605,4 +633,27 @@ fn not_2d_or_4d(n: usize) -> Error {
 
 fn shape_err(shape: &[usize]) -> impl FnOnce(ndarray::ShapeError) -> Error + '_ {
     move |e| Error::InvalidArgument(format!("attention tensor of shape {shape:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attention_work;
+    use crate::{Fast, Session};
+
+    /// A decode step over the example's cache (12 heads, 255 keys of 64 + 64 values) reaches the
+    /// default parallel threshold by the cache it streams; a small one does not; the block's
+    /// prefill (256 queries) counts by its multiply-adds, as before.
+    #[test]
+    fn a_decode_step_over_a_large_cache_is_parallel_work_and_a_small_one_is_not() {
+        let line = Session::<Fast>::DEFAULT_PARALLEL_THRESHOLD;
+        assert!(attention_work(1, 12, 12, 1, 255, 128) >= line);
+        assert!(attention_work(1, 12, 12, 1, 16, 128) < line);
+        assert_eq!(
+            attention_work(1, 12, 12, 256, 256, 128),
+            12 * 256 * 256 * 128 / 64
+        );
+        // Grouped keys (4 query heads per key head) stream a quarter of the cache.
+        assert!(attention_work(1, 12, 3, 1, 255, 128) < attention_work(1, 12, 12, 1, 255, 128));
+        assert_eq!(attention_work(usize::MAX, 2, 2, 2, 2, 2), usize::MAX);
+    }
 }
