@@ -107,13 +107,11 @@ impl<'a> AttentionOptions<'a> {
     }
 }
 
-/// What attention over `batch x heads` blocks of `seq_q` queries against `seq_k` keys (of
-/// `kv_heads` heads; `dims` the key and value widths together) counts as against the
-/// session's parallel threshold: its multiply-adds over 64 (as a product's), or the values it
-/// reads and writes once, whichever is more. A decode step (one query row per head) streams
-/// the cache, 1.5 MiB for the example's 255 keys, with few multiply-adds per value: by its
-/// multiply-adds alone (6,120 for the example) it stayed on one thread, and its heads took
-/// 0.11-0.16 ms on two threads against 0.09-0.10 spread over them.
+/// The [`work_of`](super::matmul::work_of) attention over `batch x heads` blocks of `seq_q`
+/// queries against `seq_k` keys (of `kv_heads` heads; `dims` the key and value widths
+/// together). A decode step over the example's cache (12 heads, 255 keys) counts 6,120 by its
+/// multiply-adds and 393,216 by the values it streams; on one thread its heads took 0.11-0.16
+/// ms, spread over two 0.09-0.10.
 fn attention_work(
     batch: usize,
     heads: usize,
@@ -132,7 +130,7 @@ fn attention_work(
         .saturating_add(kv_heads.saturating_mul(seq_k))
         .saturating_mul(dims)
         .saturating_mul(batch);
-    (madds / 64).max(values)
+    super::matmul::work_of(madds, values)
 }
 
 /// Scores per key tile of the fast online softmax when the options leave `key_block` at 0

@@ -15,20 +15,23 @@ use crate::error::same_shape;
 use crate::gemm::{Item, Operand, PackedMatrix, Rhs, gemm, operand};
 use crate::{Error, Func, Mode};
 
-/// A product's `m * n * k` is compared with this many times the session's parallel threshold
-/// (which counts elements of element-wise work) to decide whether to split it across threads.
+/// Multiply-adds that count as one element of element-wise work against the session's
+/// parallel threshold ([`work_of`]).
 const GEMM_WORK_PER_ELEMENT: usize = 64;
 
-/// What a product of `batch` items of `[m, k] x [k, n]` counts as against the session's
-/// parallel threshold (which counts elements of element-wise work): its multiply-adds over
-/// [`GEMM_WORK_PER_ELEMENT`], or the values of A, B and C, whichever is more.
-///
-/// The second is for products of few rows, a decode step's GEMV above all: one row of A
-/// against `k x n` weights does `k * n` multiply-adds, far below the first measure's line
-/// (`768 x 3072` counts 36,864), but it streams every weight from memory once, which is the
-/// work of an element-wise pass over as many values (2,359,296), and its chunks of columns
-/// split over threads as such a pass does. Counted by multiply-adds alone, a decode step ran
-/// its products on one thread at any thread count.
+/// What work of `madds` multiply-adds over `values` values (read and written once) counts as
+/// against the session's parallel threshold, which counts elements of element-wise work: the
+/// multiply-adds over [`GEMM_WORK_PER_ELEMENT`], or the values, whichever is more. A product
+/// (or attention) of many rows is compute; one of few rows, a decode step's above all, streams
+/// its weights (or cache) once with few multiply-adds per value: the memory work of an
+/// element-wise pass over as many values, which splits over threads as such a pass does. One
+/// row against `768 x 3072` weights counts 36,864 by its multiply-adds, 2,363,136 by its
+/// values; counted by multiply-adds alone, a decode step ran on one thread at any thread count.
+pub(super) fn work_of(madds: usize, values: usize) -> usize {
+    (madds / GEMM_WORK_PER_ELEMENT).max(values)
+}
+
+/// The [`work_of`] a product of `batch` items of `[m, k] x [k, n]`.
 fn product_work(batch: usize, m: usize, n: usize, k: usize) -> usize {
     let madds = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
     let values = m
@@ -36,7 +39,7 @@ fn product_work(batch: usize, m: usize, n: usize, k: usize) -> usize {
         .saturating_add(k.saturating_mul(n))
         .saturating_add(m.saturating_mul(n))
         .saturating_mul(batch);
-    (madds / GEMM_WORK_PER_ELEMENT).max(values)
+    work_of(madds, values)
 }
 
 impl<M: Mode> Session<M> {
