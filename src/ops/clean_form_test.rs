@@ -54,3 +54,26 @@ pub fn assert_clean_form_is_general_form<K: Kernel>(xs: &[f32]) -> Vec<(Isa, f32
     assert!(wide > 0 || !cfg!(target_arch = "x86_64"));
     out
 }
+
+/// [`assert_clean_form_is_general_form`] of `K` over every float of `[lo, hi]`, both signs, the
+/// 4,097 smallest floats of both signs, and every 65,521st bit pattern (NaNs left out); then
+/// asserts that every lane type gives the scalar lane type's bits.
+pub fn assert_clean_form_is_general_form_near<K: Kernel>(lo: f32, hi: f32) {
+    let xs: Vec<f32> = (lo.to_bits()..=hi.to_bits())
+        .chain(0..=4_096)
+        .flat_map(|b| [b, b | 0x8000_0000])
+        .chain((0..=u32::MAX).step_by(65_521))
+        .map(f32::from_bits)
+        .filter(|x| !x.is_nan())
+        .collect();
+    let out = assert_clean_form_is_general_form::<K>(&xs);
+    let scalar: Vec<u32> = out
+        .iter()
+        .filter(|(isa, ..)| *isa == Isa::Scalar)
+        .map(|&(.., bits)| bits)
+        .collect();
+    assert_eq!(scalar.len(), xs.len());
+    for (i, &(isa, x, bits)) in out.iter().enumerate() {
+        assert_eq!(bits, scalar[i % xs.len()], "{isa} against scalar: x {x:e}");
+    }
+}

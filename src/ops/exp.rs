@@ -147,6 +147,19 @@ pub fn exp_in<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     }
 }
 
+/// [`exp_in`] of an `x` whose lanes all have `|x| < EXP_ONE_SCALE`, without the range test and
+/// the selects that change nothing there: the exact exp's one-scale form ([`exp_one_scale`]),
+/// or the fast exp's select-free form (`|x| < 86` lies inside its clamp). Outside that range,
+/// anything. For an operator that tests its own argument once and so knows the exp's.
+#[inline(always)]
+pub fn exp_in_range<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+    if M::FAST {
+        fast_exp_in_range(l, x)
+    } else {
+        exp_one_scale::<L, M>(l, x)
+    }
+}
+
 /// `exp(x)` for `x <= 0`, as softmax and attention use it: one `2^n` scale, `+0` below
 /// [`EXP_NONPOSITIVE_FLUSH`] (no subnormal results), canonical NaN for NaN. On
 /// `[EXP_NONPOSITIVE_FLUSH, 0]` it equals [`exp`] bit for bit.

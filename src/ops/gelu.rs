@@ -55,7 +55,7 @@ pub fn gelu_tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
         return if clean { g } else { gelu_specials(l, x, g) };
     }
     // `2u` is NaN only where `x` is, and `gelu_specials` places the NaN there.
-    let g = l.mul(x, sigmoid_of_number::<L, M>(l, l.add(u, u)));
+    let g = l.mul(x, sigmoid_of_number::<L, M, false>(l, l.add(u, u)));
     gelu_specials(l, x, g)
 }
 

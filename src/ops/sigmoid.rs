@@ -3,7 +3,7 @@
 //! `1 / (1 + e^-x)` itself on the fast exp ([`fast_over_one_plus_exp_neg`]), whose clamp keeps
 //! `e^-x` finite.
 
-use super::exp::{FAST_EXP_LOW, exp_in, fast_exp, fast_exp_in_range};
+use super::exp::{EXP_ONE_SCALE, FAST_EXP_LOW, exp_in, exp_in_range, fast_exp, fast_exp_in_range};
 use super::{abs, all_abs_below, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::mode::Mode;
@@ -15,7 +15,12 @@ pub fn sigmoid<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
         let (y, clean) = fast_over_one_plus_exp_neg(l, l.splat(1.0), x);
         return if clean { y } else { nan_where_nan(l, x, y) };
     }
-    nan_where_nan(l, x, sigmoid_of_number::<L, M>(l, x))
+    // A register of `|x| < 86` (no NaN, the exp on its one-scale form) has no special value
+    // to place: one test instead of the exp's and the NaN select.
+    if all_abs_below(l, x, EXP_ONE_SCALE) {
+        return sigmoid_of_number::<L, M, true>(l, x);
+    }
+    nan_where_nan(l, x, sigmoid_of_number::<L, M, false>(l, x))
 }
 
 /// Fast mode's `x * sigmoid(z)` as `x / (1 + e^-z)` on the fast exp (the sigmoid itself with
@@ -42,11 +47,17 @@ pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bo
     (l.select(l.gt(nz, limit), sign_bit(l, x), y), false)
 }
 
-/// [`sigmoid`] where `x` is not NaN (a NaN lane gets an unspecified value).
+/// [`sigmoid`] where `x` is not NaN (a NaN lane gets an unspecified value). `IN_RANGE`: the
+/// caller knows every `|x| < EXP_ONE_SCALE`, so the exp takes its one-scale form untested.
 #[inline(always)]
-pub fn sigmoid_of_number<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+pub fn sigmoid_of_number<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F) -> L::F {
     let one = l.splat(1.0);
-    let s = exp_in::<L, M>(l, l.sub(l.splat(0.0), abs(l, x)));
+    let nax = l.sub(l.splat(0.0), abs(l, x));
+    let s = if IN_RANGE {
+        exp_in_range::<L, M>(l, nax)
+    } else {
+        exp_in::<L, M>(l, nax)
+    };
     let num = l.select(l.ge(x, l.splat(0.0)), one, s);
     l.div(num, l.add(one, s))
 }
@@ -124,5 +135,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Exact sigmoid and SiLU: a register of `|x| < EXP_ONE_SCALE` (one test, no select) gives
+    /// the general form's bits, every float of `[85.5, 86.5]` and more (see the helper).
+    #[test]
+    fn the_exact_in_range_form_is_the_general_form() {
+        use crate::mode::Exact;
+        use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
+        assert_clean_form_is_general_form_near::<Sigmoid<Exact>>(85.5, 86.5);
+        assert_clean_form_is_general_form_near::<crate::ops::silu::Silu<Exact>>(85.5, 86.5);
     }
 }
