@@ -187,6 +187,13 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// (0.94-0.96x its time); the fast exp, bound by its fused multiply-adds, does not move.
     const SCALES: bool = false;
 
+    /// Whether [`Lanes::select`] is one instruction that takes no slot of the multiply or add
+    /// pipes (AVX-512's `vblendmps` by a mask register, which Zen 4 runs on any of its four FP
+    /// pipes). Where it is, a kernel may trade arithmetic for selects (the exact tanh evaluates
+    /// both of its branches in one pass of per-lane operands). AVX2's `vblendvps` takes a
+    /// multiply-pipe slot on Zen 3 and Zen 4, and SSE2's select is three logic operations.
+    const CHEAP_SELECT: bool = false;
+
     /// `x` rounded to the nearest integer, ties to even, for `|x| < 2^22`: the spec's
     /// `(x + M) - M` (`M = 1.5 * 2^23`) with the same value, except that a zero result may be
     /// `-0` here where that form gives `+0`. Beyond `2^22`, anything.

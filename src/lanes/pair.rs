@@ -120,6 +120,7 @@ impl<L: Lanes> Lanes for Pair<L> {
         scale_pow2(p: F, n: F) -> F;
     }
     const SCALES: bool = L::SCALES;
+    const CHEAP_SELECT: bool = L::CHEAP_SELECT;
     #[inline(always)]
     fn any(self, m: Self::M) -> bool {
         self.0.any(self.0.mask_or(m.0, m.1))

@@ -615,6 +615,7 @@ impl Lanes for Avx512 {
     }
 
     const SCALES: bool = true;
+    const CHEAP_SELECT: bool = true;
 
     #[inline(always)]
     fn round_even(self, x: __m512) -> __m512 {

@@ -57,6 +57,17 @@ pub const FAST_EXP_Q: [f32; 4] = [0.008_312_525, 0.041_890_115, 0.166_671_14, 0.
 /// `n_int` costs nothing where it goes unused (the compiler drops it).
 #[inline(always)]
 fn reduce<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::F, L::I) {
+    let (r, n, n_int) = reduce_arg::<L, M>(l, x);
+    let q = horner::<L, M, 5>(l, r, &EXP_Q);
+    let p = l.add(l.splat(1.0), M::madd(l, l.mul(r, r), q, r));
+    (p, n, n_int)
+}
+
+/// Spec steps 1 and 2 (see [`reduce`]): `(r, n, n_int)`, the reduced argument and the
+/// exponent, for a caller that forms `p` from `r` itself (the exact tanh, which evaluates its
+/// own polynomial and the exp's in one pass).
+#[inline(always)]
+pub(super) fn reduce_arg<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::F, L::I) {
     let magic = l.splat(ROUND_MAGIC);
     let (n, n_int) = if L::SCALES && !M::FAST {
         let n = l.round_even(l.mul(x, l.splat(LOG2E)));
@@ -68,16 +79,14 @@ fn reduce<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::F, L::I) {
     // (x - n*ln2_hi) - n*ln2_lo: n*(-c) + x is x - n*c, bit for bit.
     let r = M::madd(l, n, l.splat(-LN2_HI), x);
     let r = M::madd(l, n, l.splat(-LN2_LO), r);
-    let q = horner::<L, M, 5>(l, r, &EXP_Q);
-    let p = l.add(l.splat(1.0), M::madd(l, l.mul(r, r), q, r));
-    (p, n, n_int)
+    (r, n, n_int)
 }
 
 /// `p * 2^n` where the product is normal (`p` positive and normal, `n == n_int`): one
 /// `vscalefps` on a lane type that [`Lanes::SCALES`], [`scale_normal`]'s two integer operations
 /// elsewhere. The same bits: the product is exact.
 #[inline(always)]
-fn scale_exact<L: Lanes>(l: L, p: L::F, n: L::F, n_int: L::I) -> L::F {
+pub(super) fn scale_exact<L: Lanes>(l: L, p: L::F, n: L::F, n_int: L::I) -> L::F {
     if L::SCALES {
         l.scale_pow2(p, n)
     } else {
