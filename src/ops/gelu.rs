@@ -54,10 +54,20 @@ pub fn gelu_tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
         let (g, clean) = fast_over_one_plus_exp_neg(l, x, l.add(u, u));
         return if clean { g } else { gelu_specials(l, x, g) };
     }
+    // A register of `|x| < GELU_TANH_IN_RANGE` has no special value, and `|2u| < 67` there,
+    // so the exp takes its one-scale form: one test skips the exp's own and the selects.
+    if super::all_abs_below(l, x, GELU_TANH_IN_RANGE) {
+        return l.mul(x, sigmoid_of_number::<L, M, true>(l, l.add(u, u)));
+    }
     // `2u` is NaN only where `x` is, and `gelu_specials` places the NaN there.
     let g = l.mul(x, sigmoid_of_number::<L, M, false>(l, l.add(u, u)));
     gelu_specials(l, x, g)
 }
+
+/// Below this `|x|` (every lane of a register) the exact tanh-form GELU has no special value
+/// to place, and its sigmoid's argument `2u` stays below 67 in magnitude, inside the exp's
+/// one-scale range (`EXP_ONE_SCALE`, 86).
+pub const GELU_TANH_IN_RANGE: f32 = 9.0;
 
 /// The rational GELU clamps `|x|` here; below `-GELU_CLAMP` the result is `-0`.
 pub const GELU_CLAMP: f32 = 5.6;
@@ -170,6 +180,22 @@ mod tests {
     use super::*;
     use crate::lanes::Scalar;
     use crate::mode::Exact;
+
+    /// The exact tanh-form GELU of a register of `|x| < GELU_TANH_IN_RANGE` (one test, no
+    /// select, the exp untested) gives the general form's bits: every float of `[8.5, 9.5]` and
+    /// more (see the helper); and `|2u|` at the limit is inside the exp's one-scale range.
+    #[test]
+    fn the_exact_tanh_form_in_range_is_the_general_form() {
+        use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
+        assert_clean_form_is_general_form_near::<GeluTanh<Exact>>(8.5, 9.5);
+        let x = GELU_TANH_IN_RANGE;
+        let u = SQRT_2_OVER_PI * (x + GELU_TANH_CUBIC * ((x * x) * x));
+        assert!(
+            u + u < 0.8 * crate::ops::exp::EXP_ONE_SCALE,
+            "2u = {}",
+            u + u
+        );
+    }
 
     /// [`GeluErf`]'s `by_regions` gives a positive `x` whose `|x| / sqrt 2` is at least
     /// 4 (`ERF_ONE`) the value `(0.5 x) * 2` without computing `erfc`. [`gelu_erf`], the spec's
