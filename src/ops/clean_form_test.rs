@@ -59,13 +59,7 @@ pub fn assert_clean_form_is_general_form<K: Kernel>(xs: &[f32]) -> Vec<(Isa, f32
 /// 4,097 smallest floats of both signs, and every 65,521st bit pattern (NaNs left out); then
 /// asserts that every lane type gives the scalar lane type's bits.
 pub fn assert_clean_form_is_general_form_near<K: Kernel>(lo: f32, hi: f32) {
-    let xs: Vec<f32> = (lo.to_bits()..=hi.to_bits())
-        .chain(0..=4_096)
-        .flat_map(|b| [b, b | 0x8000_0000])
-        .chain((0..=u32::MAX).step_by(65_521))
-        .map(f32::from_bits)
-        .filter(|x| !x.is_nan())
-        .collect();
+    let xs = both_signs_and_a_sweep((lo.to_bits()..=hi.to_bits()).chain(0..=4_096));
     let out = assert_clean_form_is_general_form::<K>(&xs);
     let scalar: Vec<u32> = out
         .iter()
@@ -76,4 +70,15 @@ pub fn assert_clean_form_is_general_form_near<K: Kernel>(lo: f32, hi: f32) {
     for (i, &(isa, x, bits)) in out.iter().enumerate() {
         assert_eq!(bits, scalar[i % xs.len()], "{isa} against scalar: x {x:e}");
     }
+}
+
+/// The floats of the bit patterns `bits` with both signs, then every 65,521st bit pattern of
+/// all (a sparse sweep of every exponent), NaNs left out: the inputs of the clean-form tests.
+pub fn both_signs_and_a_sweep(bits: impl IntoIterator<Item = u32>) -> Vec<f32> {
+    bits.into_iter()
+        .flat_map(|b| [b, b | 0x8000_0000])
+        .chain((0..=u32::MAX).step_by(65_521))
+        .map(f32::from_bits)
+        .filter(|x| !x.is_nan())
+        .collect()
 }

@@ -459,14 +459,12 @@ mod tests {
     /// 65,521st float, on every lane type wider than one.
     #[test]
     fn the_fast_erf_clean_form_is_the_general_form() {
-        use crate::ops::clean_form_test::assert_clean_form_is_general_form;
-        let xs: Vec<f32> = (3.0f32.to_bits()..=4.5f32.to_bits())
-            .chain([f32::INFINITY.to_bits()])
-            .flat_map(|b| [b, b | 0x8000_0000])
-            .chain((0..=u32::MAX).step_by(65_521))
-            .map(f32::from_bits)
-            .filter(|x| !x.is_nan())
-            .collect();
+        use crate::ops::clean_form_test::{
+            assert_clean_form_is_general_form, both_signs_and_a_sweep,
+        };
+        let xs = both_signs_and_a_sweep(
+            (3.0f32.to_bits()..=4.5f32.to_bits()).chain([f32::INFINITY.to_bits()]),
+        );
         assert_clean_form_is_general_form::<ErfRational>(&xs);
     }
 

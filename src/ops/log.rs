@@ -97,7 +97,7 @@ mod tests {
     use super::*;
     use crate::lanes::Isa;
     use crate::mode::{Exact, Fast};
-    use crate::ops::clean_form_test::assert_clean_form_is_general_form;
+    use crate::ops::clean_form_test::{assert_clean_form_is_general_form, both_signs_and_a_sweep};
 
     /// The clean form (every lane a positive normal finite float) gives the general form's bits
     /// in both modes: every float around the smallest normal and around `f32::MAX` and
@@ -106,14 +106,11 @@ mod tests {
     /// takes the general form (so a clean test that let in a NaN or an infinity fails too).
     #[test]
     fn the_clean_form_is_the_general_form() {
-        let xs: Vec<f32> = (0x007F_F000..=0x0080_1000)
-            .chain(0x7F7F_F000..=0x7F80_0010)
-            .chain(0..=16)
-            .flat_map(|b: u32| [b, b | 0x8000_0000])
-            .chain((0..=u32::MAX).step_by(65_521))
-            .map(f32::from_bits)
-            .filter(|x| !x.is_nan())
-            .collect();
+        let xs = both_signs_and_a_sweep(
+            (0x007F_F000..=0x0080_1000)
+                .chain(0x7F7F_F000..=0x7F80_0010)
+                .chain(0..=16),
+        );
         for out in [
             assert_clean_form_is_general_form::<Log<Exact>>(&xs),
             assert_clean_form_is_general_form::<Log<Fast>>(&xs),

@@ -109,12 +109,7 @@ mod tests {
     #[test]
     fn the_clean_form_is_the_clamped_form_and_the_flush_is_at_the_exp_limit() {
         let (lo, hi) = (87.2f32.to_bits(), 88.4f32.to_bits());
-        let zs: Vec<f32> = (lo..=hi)
-            .flat_map(|b| [b, b | 0x8000_0000])
-            .chain((0..=u32::MAX).step_by(65_521))
-            .map(f32::from_bits)
-            .filter(|z| !z.is_nan())
-            .collect();
+        let zs = crate::ops::clean_form_test::both_signs_and_a_sweep(lo..=hi);
         let pairs: Vec<(f32, f32)> = zs
             .iter()
             .flat_map(|&z| [(1.0, z), (z, z), (-3.5, z)])

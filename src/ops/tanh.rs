@@ -202,7 +202,7 @@ fused_kernel_type!(
 mod tests {
     use super::*;
     use crate::lanes::{Isa, WithLanes};
-    use crate::ops::clean_form_test::assert_clean_form_is_general_form;
+    use crate::ops::clean_form_test::{assert_clean_form_is_general_form, both_signs_and_a_sweep};
 
     /// The exact tanh of `|x|` by both branches in one pass and by the spec's two branches and
     /// a select, register by register, as bit pairs (lanes past the end of `xs` left out).
@@ -265,13 +265,7 @@ mod tests {
     #[test]
     fn the_fast_tanh_clean_form_is_the_clamped_form() {
         let around_clamp = 8.9f32.to_bits()..=9.1f32.to_bits();
-        let xs: Vec<f32> = around_clamp
-            .chain(0..=4_096)
-            .flat_map(|b| [b, b | 0x8000_0000])
-            .chain((0..=u32::MAX).step_by(65_521))
-            .map(f32::from_bits)
-            .filter(|x| !x.is_nan())
-            .collect();
+        let xs = both_signs_and_a_sweep(around_clamp.chain(0..=4_096));
         for (isa, x, y) in assert_clean_form_is_general_form::<TanhRational>(&xs) {
             if x.abs() >= TANH_FAST_CLAMP {
                 assert_eq!(f32::from_bits(y), 1f32.copysign(x), "{isa}: x {x:e}");
