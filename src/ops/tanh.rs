@@ -277,8 +277,11 @@ mod tests {
     }
 
     /// Exact tanh: a register of `|x| < TANH_IN_RANGE` (one test, no NaN select, the exp
-    /// untested) gives the general form's bits: every float of `[42.5, 43.5]` and of
-    /// `[0.59, 0.61]` (where the branches meet), both signs, and more (see the helper).
+    /// untested; AVX-512 only, elsewhere both sides take the general form) gives the general
+    /// form's bits, and every lane type the scalar one's: every float of `[42.5, 43.5]` and of
+    /// `[0.59, 0.61]` (where the branches meet), both signs, and more (see the helper). The
+    /// registers hold one value each, so they never mix the branches: the one-pass form has
+    /// its own test above.
     #[test]
     fn the_exact_in_range_form_is_the_general_form() {
         use crate::mode::Exact;
