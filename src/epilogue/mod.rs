@@ -236,7 +236,7 @@ impl WithLanes for CanonicalNanTile<'_> {
         }
         // Row by row, without a closure: a closure handed to a helper outside this dispatched
         // function is compiled without its instruction set, and every intrinsic in it becomes
-        // a call (that cost exact attention 10% of its time). A strided row (no slice) takes
+        // a call (a measurable share of exact attention). A strided row (no slice) takes
         // the same replacement one value at a time.
         for mut row in self.tile.rows_mut() {
             match row.as_slice_mut() {

@@ -290,7 +290,7 @@ const MIN_PARALLEL_TILES: usize = 12;
 
 /// Packed B values one column tile may span (2 MiB, a quarter of this machine kind's L3): the
 /// bands of the tile re-read its B panels from the L3 cache rather than from memory, beside
-/// the A rows streaming through. (4 MiB measured 1-7% slower on the block's shapes, 1 MiB no
+/// the A rows streaming through. (4 MiB measured slower on the block's shapes, 1 MiB no
 /// better than 2.)
 const TILE_B_BUDGET: usize = 1 << 19;
 

@@ -49,9 +49,10 @@ macro_rules! micro_kernels {
 micro_kernels! {
     /// 4 x 6 registers: 24 accumulators, 6 B registers and a broadcast of the 32 AVX-512
     /// registers, for wide products and every `PackedMatrix`. One broadcast feeds six
-    /// products: on Zen 4 the 14 x 2 kernel (one broadcast per two products) ran exact mode
-    /// at 0.68-0.70x of fast mode's rate, 4 x 6 at 0.80-0.85x, with fast mode as fast or
-    /// faster on the block's shapes.
+    /// products: exact mode's separate multiplies and adds compete with the broadcasts for
+    /// the FP pipes, so the 14 x 2 kernel (one broadcast per two products) left exact mode far
+    /// behind fast mode's rate, and 4 x 6 closes most of that gap with fast mode no slower on
+    /// the block's shapes (BENCHMARKS.md).
     Mr4Nv6 = (4, 6);
     /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers, for products whose
     /// width would leave much of a 96-column panel empty (attention's 64-wide head, a 256-key

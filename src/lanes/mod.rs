@@ -57,10 +57,9 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// independent registers let the compiler interleave their dependent chains, and a
     /// kernel's per-register test is taken once for all of them; but each doubling doubles the
     /// kernels' compiled code (and the build time), so a lane type gets a group only where one
-    /// is measured to pay: on AVX2 (Zen 1), four beat two and eight for every kernel; on
-    /// AVX-512 (Zen 4), four beat one by 5-20% and two on all but two kernels; on SSE2, two
-    /// were as often slower as faster. Lanes never mix: the bits are those of one register at
-    /// a time.
+    /// is measured to pay: on AVX2 four beat two and eight for every kernel; on AVX-512 four
+    /// beat one, and two on all but two kernels; on SSE2 two did not pay. Lanes never mix:
+    /// the bits are those of one register at a time.
     type Group: Lanes;
 
     /// The [`Lanes::Group`] of this token.
@@ -70,10 +69,9 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// the kernel asks for it: eight AVX-512 registers as one (`Pair<Pair<Pair<_>>>`), the
     /// [`Lanes::Group`] elsewhere. With 32 architectural registers, eight chains of an exp
     /// (about 24 dependent steps each) still fit, and the scheduler finds ready work in more of
-    /// them: on Zen 4 the exact exp, sigmoid and SiLU took 0.91-0.92x the time of a group of
-    /// four, exact tanh 0.96x. The fast rationals (a short chain, then a division) and log did
-    /// not gain (fast tanh 1.19x, log 1.03-1.15x), and on AVX2's 16 registers eight spilled
-    /// (up to 1.33x), so it is opt-in.
+    /// them: the exact exp, sigmoid and SiLU gained over a group of four on AVX-512. The fast
+    /// rationals (a short chain, then a division) and log lost, and on AVX2's 16 registers
+    /// eight spill, so it is opt-in (BENCHMARKS.md).
     type WideGroup: Lanes;
 
     /// The [`Lanes::WideGroup`] of this token.
@@ -182,16 +180,16 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// (AVX-512's `vrndscaleps` and `vscalefps`). Where they are, an exp's reduction takes
     /// them instead of the magic-number rounding and the exponent-field integer arithmetic:
     /// fewer operations, the same bits. Elsewhere their default forms are that arithmetic.
-    /// On Zen 4 both run on the two pipes that also run the adds (`vscalefps` takes one of them
-    /// for two cycles per 512-bit register), so the exact exp gains one add's worth per register
-    /// (0.94-0.96x its time); the fast exp, bound by its fused multiply-adds, does not move.
+    /// On the AVX-512 cores measured both run on the pipes that also run the adds, so the exact
+    /// exp saves about one add per register; the fast exp, bound by its fused multiply-adds,
+    /// does not move.
     const SCALES: bool = false;
 
     /// Whether [`Lanes::select`] is one instruction that takes no slot of the multiply or add
-    /// pipes (AVX-512's `vblendmps` by a mask register, which Zen 4 runs on any of its four FP
-    /// pipes). Where it is, a kernel may trade arithmetic for selects (the exact tanh evaluates
-    /// both of its branches in one pass of per-lane operands). AVX2's `vblendvps` takes a
-    /// multiply-pipe slot on Zen 3 and Zen 4, and SSE2's select is three logic operations.
+    /// pipes (AVX-512's `vblendmps` by a mask register, which the AVX-512 cores measured run on
+    /// any FP pipe). Where it is, a kernel may trade arithmetic for selects (the exact tanh
+    /// evaluates both of its branches in one pass of per-lane operands). AVX2's `vblendvps`
+    /// takes a multiply-pipe slot, and SSE2's select is three logic operations.
     const CHEAP_SELECT: bool = false;
 
     /// `x` rounded to the nearest integer, ties to even, for `|x| < 2^22`: the spec's

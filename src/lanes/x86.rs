@@ -637,7 +637,7 @@ impl Lanes for Avx512 {
     #[inline(always)]
     fn compress(self, v: __m512, m: __mmask16, dst: &mut [f32]) -> usize {
         // The register form, then a whole store: the form that stores straight to memory is
-        // microcoded and slow on Zen 4.
+        // microcoded and slow on the AVX-512 cores measured.
         self.store(proven!(_mm512_maskz_compress_ps(m, v)), dst);
         m.count_ones() as usize
     }
@@ -669,9 +669,10 @@ pub(super) fn run_sse2<O: WithLanes>(op: O) -> O::Output {
 /// `*a * x` as one `vmulps` with an embedded broadcast of `*a`.
 ///
 /// Written in assembly because the compiler merges the broadcasts of one value into a single
-/// `vbroadcastss` register and multiplies by that register: on Zen 4 the GEMM's exact
-/// microkernel (24 multiplies and 24 adds per step of k) then ran at 0.80x of the FMA kernel's
-/// rate, and with the broadcast in each multiply at the same rate as the FMA kernel. The
+/// `vbroadcastss` register and multiplies by that register: that register broadcast takes an
+/// FP pipe slot which the GEMM's exact microkernel (24 multiplies and 24 adds per step of k)
+/// has no room for, and with the broadcast in each multiply it runs at the FMA kernel's rate
+/// (BENCHMARKS.md). The
 /// product is the same IEEE multiply either way (`x` is the first source, so a product of two
 /// NaNs keeps `x`'s payload; exact mode's GEMM stores only the canonical NaN).
 #[target_feature(enable = "avx512f")]

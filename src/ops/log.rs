@@ -30,7 +30,7 @@ pub const LOG_W: [f32; 5] = [
 /// subnormal scaling and the selects of the special values, which change nothing there: one
 /// integer test instead of five compares and six selects; the same bits. Not on the one-lane
 /// type: there the test is a branch per element, which keeps the compiler from vectorising the
-/// branch-free loop (1.7-1.9x the time on Zen 4).
+/// branch-free loop (measured slower there).
 #[inline(always)]
 pub fn log<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     if L::WIDTH > 1 && all_positive_normal(l, x) {

@@ -145,10 +145,9 @@ pub fn nan_where_nan<L: Lanes>(l: L, x: L::F, r: L::F) -> L::F {
 /// Non-negative floats are ordered as their bit patterns, and NaN's patterns lie above
 /// infinity's, so it is the float comparison.
 ///
-/// Why integers: on Zen 3 and Zen 4 a float compare takes a slot on the two pipes that run
-/// the multiplies and fused multiply-adds, which an exp keeps busy; the integer `and` and
-/// compare run elsewhere. The fast exp's range test this way took it to 0.85x its time on
-/// AVX-512 and 0.91x on AVX2 (1M elements, Zen 4).
+/// Why integers: on the AMD cores measured a float compare takes a slot on the two pipes
+/// that run the multiplies and fused multiply-adds, which an exp keeps busy; the integer `and`
+/// and compare run elsewhere. The fast exp gained from it on AVX-512 and on AVX2.
 #[inline(always)]
 pub fn all_abs_below<L: Lanes>(l: L, x: L::F, limit: f32) -> bool {
     debug_assert!(limit > 0.0);

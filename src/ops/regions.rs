@@ -66,8 +66,8 @@ pub trait TwoRegions: Kernel {
 
 /// Elements per chunk of [`map_by_regions`]: small enough that the chunk and its buffer stay
 /// in L1, large enough that region B's buffer holds several registers to run side by side
-/// (with 256, the exact erf on `[-8, 8]` took 1.03x the time, the GELU on inputs of spread 0.5
-/// 1.05x, with AVX-512) and that its partial last register is a small cost.
+/// (chunks of 256 measured slower for the exact erf and GELU on AVX-512) and that its partial
+/// last register is a small cost.
 const CHUNK: usize = 1024;
 
 /// Region B's formula alone, over its buffer. It runs only inside the dispatch of the kernel it
@@ -101,9 +101,9 @@ pub fn map_by_regions<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &
 /// tests check on every instruction set).
 #[inline(always)]
 fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-    // Sorting pays when region B's formula is needed by a minority of lanes: the erf of a
-    // spread over [-8, 8] (42% of lanes) took 0.76x the time of the register form, the GELU of
-    // the same spread (72%) 1.13x when every chunk was sorted. A chunk where more than half
+    // Sorting pays when region B's formula is needed by a minority of lanes: on inputs spread
+    // over [-8, 8] it gained for the erf (a minority of lanes in region B) and lost for the
+    // GELU (a majority) when every chunk was sorted. A chunk where more than half
     // the lanes were region B's sends the next few through the register form, then one is
     // sorted again to look; with this the GELU on that spread is within the noise of the
     // register form.

@@ -124,8 +124,8 @@ fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool
     // Inlined by force: a closure left out of line loses the trampoline's target features and
     // calls every intrinsic as a function.
     // In range (no select in the exp), a wide group of exps formed before they are summed:
-    // on AVX2 (two groups of 16) softmax took 0.91x the time; on AVX-512 0.98x, and with the
-    // selects of the out-of-range form (masked rows) fast mode took 1.04x, so not there.
+    // measured to pay on AVX2 (two groups of 16), about even on AVX-512; with the selects of
+    // the out-of-range form (masked rows) fast mode lost, so not there (BENCHMARKS.md).
     let ahead = if IN_RANGE {
         L::WideGroup::WIDTH / L::WIDTH
     } else {
@@ -225,10 +225,11 @@ fn normalise<L: Lanes, M: Mode>(l: L, row: &mut [f32], s: f32) {
 ///
 /// In exact mode each row is normalised in the same pass that finds the extremes of the next
 /// row, a register of each per step: the normalisation is a division per register on a divider
-/// of its own that is slow (on Zen 4 a 512-bit `vdivps` every 6 cycles), the extremes pass is a
-/// few cheap operations per register on the other units, so the two overlap; and the row is
-/// still in cache, just written by its exp pass. Fast mode's normalisation is a multiply, no
-/// bottleneck: fused, it took 1.01-1.08x the time, so fast mode goes row by row.
+/// of its own that is slow (a wide division issues far less often than a multiply), the
+/// extremes pass is a few cheap operations per register on the other units, so the two
+/// overlap; and the row is still in cache, just written by its exp pass. Fast mode's
+/// normalisation is a multiply, no bottleneck: fused, it measured slower, so fast mode goes
+/// row by row.
 #[inline(always)]
 pub fn softmax_rows<L: Lanes, M: Mode>(
     l: L,

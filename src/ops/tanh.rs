@@ -3,8 +3,8 @@
 //!
 //! Fast mode: a rational fitted to tanh ([`tanh_rational`]), one division and no exp. (The
 //! exact algorithm with fused steps and the fast exp, [`tanh`] in [`crate::Fast`], was fast
-//! mode's tanh before: 1.9 ulp, but 1.6x ONNX Runtime's time on Zen 4, where a register of 64
-//! lanes nearly always needs both of its branches.)
+//! mode's tanh before: 1.9 ulp, but well behind ONNX Runtime's Tanh, since a register group
+//! of 64 lanes nearly always needs both of its branches.)
 
 use super::exp::{EXP_ONE_SCALE, EXP_Q, exp_in, exp_in_range, reduce_arg, scale_exact};
 use super::{abs, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
@@ -54,8 +54,8 @@ pub const TANH_IN_RANGE: f32 = EXP_ONE_SCALE / 2.0;
 /// group of registers, where the map runs one as a lane type) whose lanes all have
 /// `|x| < TANH_IN_RANGE` (the usual case) skips the exp's range test and the NaN select: one
 /// test instead of two, the same bits. Other lane types keep the exp's own test: on AVX2 the
-/// single test made the two-branch loop 1.19x slower (measured on Zen 4; the loop then holds
-/// the two-branch body twice, once per path), where sigmoid and SiLU gained from it.
+/// single test made the two-branch loop slower (the loop then holds the two-branch body
+/// twice, once per path), where sigmoid and SiLU gained from it.
 #[inline(always)]
 pub fn tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
     if L::CHEAP_SELECT && all_abs_below(l, x, TANH_IN_RANGE) {
@@ -130,8 +130,8 @@ kernel_type!(
     /// Kernel of [`tanh`]: four AVX-512 registers per step, not eight. With both branches in
     /// one pass the loop is one long chain of alternating multiplies and adds per register,
     /// and eight registers' worth (about 400 instructions) outgrows the window in which the
-    /// core overlaps one step's end with the next one's start: the one-pass form took 0.94x the
-    /// two-branch form's time with four registers, 1.0x with eight, 1.08x with two.
+    /// core overlaps one step's end with the next one's start. The one-pass form gains over
+    /// the two-branch form with four registers only, not with eight or two (BENCHMARKS.md).
     Tanh => tanh
 );
 
@@ -166,8 +166,8 @@ pub const TANH_FAST_Q: [f32; 5] = [
 ///
 /// A register (or group) whose lanes all have `|x| < 9.02` (no NaN, no clamp) takes the clean
 /// form: the rational of `|x|`, its minimum with 1 and the sign, with no clamp and no select,
-/// which change nothing there. Beside ONNX Runtime's Tanh on Zen 4 the selects had cost about
-/// an eighth of the time (the compares take slots on the pipes of the fused steps).
+/// which change nothing there. The selects were a measurable share of the time: their
+/// compares take slots on the pipes of the fused steps.
 #[inline(always)]
 pub fn tanh_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     // One test per register (per group, where the map runs a group as one lane type): when

@@ -110,8 +110,8 @@ impl<'a> AttentionOptions<'a> {
 /// The [`work_of`](super::matmul::work_of) attention over `batch x heads` blocks of `seq_q`
 /// queries against `seq_k` keys (of `kv_heads` heads; `dims` the key and value widths
 /// together). A decode step over the example's cache (12 heads, 255 keys) counts 6,120 by its
-/// multiply-adds and 393,216 by the values it streams; on one thread its heads took 0.11-0.16
-/// ms, spread over two 0.09-0.10.
+/// multiply-adds and 393,216 by the values it streams: too little arithmetic to split by the
+/// first count, yet it gains from two threads.
 fn attention_work(
     batch: usize,
     heads: usize,
@@ -135,8 +135,8 @@ fn attention_work(
 
 /// Scores per key tile of the fast online softmax when the options leave `key_block` at 0
 /// (256 KiB of `f32`, within L2: 64 query rows x 1,024 keys, or one row x 65,536 keys). The
-/// two-pass form of a query block whose keys fit in one tile took 0.87x the online form's time
-/// at 256 and 1,024 keys.
+/// two-pass form of a query block whose keys fit in one tile measured faster than the online
+/// form at 256 and 1,024 keys, so a large tile lets more blocks take it.
 const TILE_SCORES: usize =
     AttentionOptions::DEFAULT_QUERY_BLOCK * AttentionOptions::DEFAULT_KEY_BLOCK;
 

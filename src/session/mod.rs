@@ -160,7 +160,7 @@ impl<M: Mode> Session<M> {
         }
         if threads == 1 {
             // A pool of one would add a hand-over to its thread and back to every call (a
-            // sleep and a wake-up), 3-8% of a softmax of 1M elements.
+            // sleep and a wake-up), a measurable cost even on a softmax of 1M elements.
             return Ok(Session {
                 pool: Threads::One,
                 ..self
