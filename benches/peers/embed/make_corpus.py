@@ -11,7 +11,7 @@ compound sentences, with an average near 22.5 tokens of all-MiniLM-L6-v2's token
     python3 benches/peers/embed/make_corpus.py            # rewrites corpus.txt next to this file
     python3 benches/peers/embed/make_corpus.py --check    # only verifies corpus.txt is up to date
 
-Standard library only. `embed_inputs.py` counts the tokens of the inputs.
+Standard library only. `../ort_embed.py` prints the token counts of both inputs.
 """
 
 from __future__ import annotations
