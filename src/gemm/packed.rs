@@ -49,14 +49,23 @@ impl PackedMatrix {
     /// Packs `b` (`[k, n]`, any strides) for the GEMM of `isa`. Packing runs no
     /// instruction-set code, so `isa` need not be available here.
     ///
-    /// [`Error::InvalidArgument`] if the packed size overflows.
+    /// [`Error::InvalidArgument`] if the packed size overflows or cannot be allocated.
     pub fn new(isa: Isa, b: &ArrayRef2<f32>) -> Result<PackedMatrix, Error> {
         let (k, n) = b.dim();
         let nr = panel_width(isa);
-        let len = k.checked_mul(n.next_multiple_of(nr)).ok_or_else(|| {
-            Error::InvalidArgument(format!("PackedMatrix of [{k}, {n}]: too large"))
-        })?;
-        let mut data = vec![0.0f32; len];
+        let too_large = |why: String| {
+            Error::InvalidArgument(format!("PackedMatrix of [{k}, {n}]: too large ({why})"))
+        };
+        let len = n
+            .checked_next_multiple_of(nr)
+            .and_then(|padded| k.checked_mul(padded))
+            .ok_or_else(|| too_large("more values than a usize counts".into()))?;
+        // Fallible: a size past what `Vec` can hold, or one that memory cannot give, is an
+        // error and not a panic or an abort.
+        let mut data = Vec::new();
+        data.try_reserve_exact(len)
+            .map_err(|e| too_large(e.to_string()))?;
+        data.resize(len, 0.0f32);
         let mut at = 0;
         for k0 in (0..k).step_by(KB) {
             let depth = KB.min(k - k0);

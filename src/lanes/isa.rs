@@ -98,10 +98,15 @@ impl Isa {
     }
 
     /// The instruction set `ACTIVATION_KERNELS_ISA` forces, if it is set (read once per
-    /// process). An unknown name or an instruction set this CPU lacks is an error.
+    /// process). An unknown name or an instruction set this CPU lacks is an error. An empty (or
+    /// all-blank) value is the same as unset, as shells and CI files often leave it.
     pub fn from_env() -> Option<Result<Isa, Error>> {
         static FORCED: OnceLock<Option<String>> = OnceLock::new();
-        let forced = FORCED.get_or_init(|| std::env::var(Isa::ENV_VAR).ok());
+        let forced = FORCED.get_or_init(|| {
+            std::env::var(Isa::ENV_VAR)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+        });
         forced.as_deref().map(|name| name.parse::<Isa>()?.checked())
     }
 

@@ -48,7 +48,8 @@ pub struct AttentionOptions<'a> {
     /// Causal masking: query `i` sees key `j` only if `j <= i + offset`.
     pub causal: bool,
     /// The causal offset (keys cached before the first query); `None` is `seq_k - seq_q`, so the
-    /// queries are the last `seq_q` positions.
+    /// queries are the last `seq_q` positions. Only with `causal`: an offset without it is
+    /// [`Error::InvalidArgument`], not silently ignored.
     pub causal_offset: Option<usize>,
     /// A boolean keep-mask or an additive mask, broadcast to `[batch, heads, seq_q, seq_k]`
     /// (`Mask::Causal` here is the same as `causal` with that offset).
@@ -277,7 +278,7 @@ impl<M: Mode> Session<M> {
                 .insert_axis(Axis(0)),
             n => return Err(not_2d_or_4d(n)),
         };
-        let plan = self.plan(&q4, &k4, &v4, &out4, opts)?;
+        let plan = self.plan(&q4, &k4, &v4, out4.shape(), opts)?;
         self.attention_blocks(q4, k4, v4, &mut out4, &plan, opts)
     }
 
@@ -290,12 +291,15 @@ impl<M: Mode> Session<M> {
         v: &ArrayRef<f32, D>,
         opts: &AttentionOptions<'_>,
     ) -> Result<Array<f32, D>, Error> {
+        // Every shape and option first: a mismatch is its error, whatever the size of the output.
+        let (q4, k4, v4) = (as_4d(q)?, as_4d(k)?, as_4d(v)?);
+        let (batch, heads, seq_q, _) = q4.dim();
+        let v_dim = v4.shape()[3];
+        self.plan(&q4, &k4, &v4, &[batch, heads, seq_q, v_dim], opts)?;
         let mut dim = q.raw_dim();
-        let (nd, v_dim) = (q.ndim(), v.shape().last().copied().unwrap_or(0));
-        if nd > 0 {
-            dim[nd - 1] = v_dim;
-        }
-        let mut out = Array::zeros(dim);
+        let nd = q.ndim();
+        dim[nd - 1] = v_dim;
+        let mut out = super::owned::try_zeros(dim, "attention output")?;
         self.attention_into(q, k, v, &mut out, opts)?;
         Ok(out)
     }
@@ -306,7 +310,7 @@ impl<M: Mode> Session<M> {
         q: &ArrayView4<'_, f32>,
         k: &ArrayView4<'_, f32>,
         v: &ArrayView4<'_, f32>,
-        out: &ArrayViewMut4<'_, f32>,
+        out_shape: &[usize],
         opts: &'o AttentionOptions<'_>,
     ) -> Result<Plan<'o>, Error> {
         let (batch, heads, seq_q, dim) = q.dim();
@@ -337,11 +341,18 @@ impl<M: Mode> Session<M> {
                 v.shape(),
             ));
         }
-        if out.shape() != [batch, heads, seq_q, v_dim] {
+        if out_shape != [batch, heads, seq_q, v_dim] {
             return Err(mismatch(
                 "attention out ([batch, heads, seq_q, v_dim])",
                 vec![batch, heads, seq_q, v_dim],
-                out.shape(),
+                out_shape,
+            ));
+        }
+        if opts.causal_offset.is_some() && !opts.causal {
+            return Err(Error::InvalidArgument(
+                "attention causal_offset is set but causal is not: set both \
+                 (AttentionOptions::causal_with_offset)"
+                    .into(),
             ));
         }
         if let Some(l) = opts.key_lengths {

@@ -149,7 +149,7 @@ impl<M: Mode> Session<M> {
         gate: &ArrayRef<T, D>,
         up: &ArrayRef<T, D>,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = gate.to_owned();
+        let mut out = super::owned::try_to_owned(gate, "gated output")?;
         self.gated(func, &mut out, up)?;
         Ok(out)
     }

@@ -7,7 +7,7 @@
 //! columns) are then spread over the session's threads. Products have no in-place form: C
 //! never aliases A or B.
 
-use ndarray::{Array2, Array3, ArrayRef2, ArrayRef3};
+use ndarray::{Array2, Array3, ArrayRef2, ArrayRef3, Ix2, Ix3};
 
 use super::Session;
 use crate::epilogue::{Activation, Bias, BiasActivation, TileEpilogue};
@@ -32,6 +32,28 @@ pub(super) fn work_of(madds: usize, values: usize) -> usize {
 }
 
 /// The [`work_of`] a product of `batch` items of `[m, k] x [k, n]`.
+/// `n`, once `b` (`[k, n]`) is checked against `a` (`[m, k]`).
+fn check_product(a: &ArrayRef2<f32>, b: Operand<'_>) -> Result<usize, Error> {
+    let ((_, k), (bk, n)) = (a.dim(), b.dim());
+    same_shape(
+        "matmul: b must be [k, n] for a of shape [m, k]",
+        &[k, n],
+        &[bk, n],
+    )?;
+    Ok(n)
+}
+
+/// `n`, once `b` (`[batch, k, n]`) is checked against `a` (`[batch, m, k]`).
+fn check_batched_product(a: &ArrayRef3<f32>, b: &ArrayRef3<f32>) -> Result<usize, Error> {
+    let ((batch, _, k), n) = (a.dim(), b.shape()[2]);
+    same_shape(
+        "matmul_batched: b must be [batch, k, n] for a of shape [batch, m, k]",
+        &[batch, k, n],
+        b.shape(),
+    )?;
+    Ok(n)
+}
+
 fn product_work(batch: usize, m: usize, n: usize, k: usize) -> usize {
     let madds = batch.saturating_mul(m).saturating_mul(n).saturating_mul(k);
     let values = m
@@ -97,12 +119,7 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         let (m, k) = a.dim();
         let b = operand(b);
-        let (bk, n) = b.dim();
-        same_shape(
-            "matmul: b must be [k, n] for a of shape [m, k]",
-            &[k, n],
-            &[bk, n],
-        )?;
+        let n = check_product(a, b)?;
         same_shape(
             "matmul: c must be [m, n] for a [m, k], b [k, n]",
             &[m, n],
@@ -141,7 +158,10 @@ impl<M: Mode> Session<M> {
         b: &B,
         epilogue: &E,
     ) -> Result<Array2<f32>, Error> {
-        let mut c = Array2::zeros((a.nrows(), operand(b).dim().1));
+        // The shapes first: a mismatch is its error, whatever the size of the output.
+        let n = check_product(a, operand(b))?;
+        epilogue.check_shape(&[a.nrows(), n])?;
+        let mut c = super::owned::try_zeros(Ix2(a.nrows(), n), "matmul output")?;
         self.matmul_into(a, b, &mut c, epilogue)?;
         Ok(c)
     }
@@ -176,12 +196,7 @@ impl<M: Mode> Session<M> {
         epilogue: &E,
     ) -> Result<(), Error> {
         let (batch, m, k) = a.dim();
-        let n = b.shape()[2];
-        same_shape(
-            "matmul_batched: b must be [batch, k, n] for a of shape [batch, m, k]",
-            &[batch, k, n],
-            b.shape(),
-        )?;
+        let n = check_batched_product(a, b)?;
         same_shape(
             "matmul_batched: c must be [batch, m, n] for a [batch, m, k], b [batch, k, n]",
             &[batch, m, n],
@@ -209,8 +224,11 @@ impl<M: Mode> Session<M> {
         b: &ArrayRef3<f32>,
         epilogue: &E,
     ) -> Result<Array3<f32>, Error> {
+        // The shapes first: a mismatch is its error, whatever the size of the output.
         let (batch, m, _) = a.dim();
-        let mut c = Array3::zeros((batch, m, b.shape()[2]));
+        let n = check_batched_product(a, b)?;
+        epilogue.check_shape(&[batch, m, n])?;
+        let mut c = super::owned::try_zeros(Ix3(batch, m, n), "matmul_batched output")?;
         self.matmul_batched_into(a, b, &mut c, epilogue)?;
         Ok(c)
     }

@@ -8,6 +8,7 @@ mod elementwise;
 mod gated;
 mod matmul;
 mod norm;
+mod owned;
 mod rows;
 mod softmax;
 mod walk;
@@ -78,14 +79,7 @@ impl<M: Mode> fmt::Debug for Session<M> {
         f.debug_struct("Session")
             .field("mode", &M::NAME)
             .field("isa", &self.isa)
-            .field(
-                "threads",
-                &match &self.pool {
-                    Threads::Caller => None,
-                    Threads::One => Some(1),
-                    Threads::Pool(p) => Some(p.current_num_threads()),
-                },
-            )
+            .field("threads", &self.threads())
             .field("parallel_threshold", &self.parallel_threshold)
             .field("masked_row", &self.masked_row)
             .finish()
@@ -115,6 +109,11 @@ impl Session<Fast> {
 impl<M: Mode> Session<M> {
     /// The default number of elements below which work stays on the calling thread.
     pub const DEFAULT_PARALLEL_THRESHOLD: usize = 1 << 17;
+    /// The most threads a session's pool gets: [`Session::with_threads`] caps its argument
+    /// here. The largest machines run a few hundred hardware threads; results never depend on
+    /// the thread count, and a request for more (say `usize::MAX`) must not try to start tens
+    /// of thousands of threads, whose stacks alone can exhaust the address space.
+    pub const MAX_THREADS: usize = 1024;
 
     /// A session on the instruction set `ACTIVATION_KERNELS_ISA` forces, or else the widest
     /// this CPU runs; running in the caller's rayon pool.
@@ -152,7 +151,18 @@ impl<M: Mode> Session<M> {
     /// The same session with its own rayon pool of `threads` threads (by default a session runs
     /// in the caller's current pool); with one thread, everything runs on the calling thread
     /// and no pool is made. Results never depend on the number of threads.
+    ///
+    /// `threads` is capped at [`Session::MAX_THREADS`]. `0` is [`Error::InvalidArgument`]; a
+    /// pool the system cannot start (threads or memory refused) is [`Error::ThreadPool`].
+    ///
+    /// ```
+    /// use activation_kernels::Session;
+    /// assert_eq!(Session::exact().with_threads(2)?.threads(), Some(2));
+    /// assert_eq!(Session::exact().threads(), None); // the caller's pool
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
     pub fn with_threads(self, threads: usize) -> Result<Self, Error> {
+        let threads = threads.min(Self::MAX_THREADS);
         if threads == 0 {
             return Err(Error::InvalidArgument(
                 "a session needs at least one thread".into(),
@@ -188,6 +198,16 @@ impl<M: Mode> Session<M> {
     /// The instruction set the session runs on.
     pub fn isa(&self) -> Isa {
         self.isa.isa()
+    }
+
+    /// The threads of the session's own pool (`Some(1)`: the calling thread alone), or `None`
+    /// when it runs in the caller's current rayon pool.
+    pub fn threads(&self) -> Option<usize> {
+        match &self.pool {
+            Threads::Caller => None,
+            Threads::One => Some(1),
+            Threads::Pool(p) => Some(p.current_num_threads()),
+        }
     }
 
     /// The parallel threshold, in elements.

@@ -77,7 +77,7 @@ impl<M: Mode> Session<M> {
         beta: &ArrayRef1<f32>,
         eps: f32,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = src.to_owned();
+        let mut out = super::owned::try_to_owned(src, "layer_norm output")?;
         self.layer_norm(&mut out, gamma, beta, eps)?;
         Ok(out)
     }

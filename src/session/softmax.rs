@@ -86,7 +86,7 @@ impl<M: Mode> Session<M> {
         src: &ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = src.to_owned();
+        let mut out = super::owned::try_to_owned(src, "softmax output")?;
         self.softmax(&mut out, axis)?;
         Ok(out)
     }
@@ -118,7 +118,7 @@ impl<M: Mode> Session<M> {
         src: &ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = src.to_owned();
+        let mut out = super::owned::try_to_owned(src, "softmax output")?;
         self.log_softmax(&mut out, axis)?;
         Ok(out)
     }
@@ -169,7 +169,7 @@ impl<M: Mode> Session<M> {
         scale: f32,
         mask: &Mask<'_>,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = src.to_owned();
+        let mut out = super::owned::try_to_owned(src, "softmax output")?;
         self.masked_softmax(&mut out, scale, mask)?;
         Ok(out)
     }

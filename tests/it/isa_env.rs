@@ -63,6 +63,9 @@ fn environment_variable_forces_the_isa() {
                 },
             );
             child("avx1024", "error");
+            // Empty or blank: unset.
+            child("", Isa::detect().name());
+            child("  ", Isa::detect().name());
             for isa in Isa::ALL.into_iter().filter(|i| !i.is_available()) {
                 child(isa.name(), "error");
             }

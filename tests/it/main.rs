@@ -20,6 +20,7 @@ mod gemm;
 mod gemv;
 mod isa_env;
 mod layer_norm;
+mod limits;
 mod packed;
 mod properties;
 mod session_elementwise;
