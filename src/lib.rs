@@ -47,7 +47,7 @@ pub use mode::{Exact, Fast, Mode};
 pub use ops::exp::taylor;
 pub use ops::func::Func;
 pub use ops::softmax::MaskedRow;
-pub use session::{AttentionOptions, Mask, Session};
+pub use session::{AttentionOptions, Lookup, Mask, Session};
 
 /// The README's examples, run as doc tests.
 #[cfg(doctest)]

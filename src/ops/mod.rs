@@ -26,6 +26,7 @@ pub mod log;
 pub mod map;
 pub mod nan;
 pub mod norm;
+pub mod pooling;
 pub mod reduce;
 pub mod regions;
 pub mod sigmoid;

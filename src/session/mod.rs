@@ -5,12 +5,15 @@
 
 mod attention;
 mod elementwise;
+mod embedding;
 mod gated;
 mod matmul;
 mod norm;
 mod owned;
+mod pooling;
 mod rows;
 mod softmax;
+mod varlen;
 mod walk;
 
 use std::fmt;
@@ -18,6 +21,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 pub use attention::AttentionOptions;
+pub use embedding::Lookup;
 pub use softmax::Mask;
 
 use crate::lanes::Supported;

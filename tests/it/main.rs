@@ -10,6 +10,7 @@ mod attention;
 mod canonical_nan;
 mod capi;
 mod cross_isa;
+mod embeddings;
 mod epilogue;
 mod exact_golden;
 mod exact_properties;
