@@ -72,7 +72,10 @@ impl<M: Mode> Session<M> {
                 "embedding_sum needs at least one lookup".into(),
             ));
         };
-        let mut out = Array2::zeros((ids.len(), table.ncols()));
+        let mut out = super::owned::try_zeros(
+            ndarray::Ix2(ids.len(), table.ncols()),
+            "embedding_sum output",
+        )?;
         self.embedding_sum_into(lookups, &mut out)?;
         Ok(out)
     }

@@ -35,7 +35,9 @@ impl<M: Mode> Session<M> {
         x: &ArrayRef2<f32>,
         offsets: &[usize],
     ) -> Result<Array2<f32>, Error> {
-        let mut out = Array2::zeros((offsets.len().saturating_sub(1), x.ncols()));
+        let shape = (offsets.len().saturating_sub(1), x.ncols());
+        let mut out =
+            super::owned::try_zeros(ndarray::Ix2(shape.0, shape.1), "mean_pool_varlen output")?;
         self.mean_pool_varlen_into(x, offsets, &mut out)?;
         Ok(out)
     }
@@ -85,7 +87,7 @@ impl<M: Mode> Session<M> {
         mask: &ArrayRef2<bool>,
     ) -> Result<Array2<f32>, Error> {
         let (batch, _, d) = x.dim();
-        let mut out = Array2::zeros((batch, d));
+        let mut out = super::owned::try_zeros(ndarray::Ix2(batch, d), "mean_pool_padded output")?;
         self.mean_pool_padded_into(x, mask, &mut out)?;
         Ok(out)
     }
@@ -173,7 +175,7 @@ impl<M: Mode> Session<M> {
         &self,
         src: &ArrayRef<T, D>,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = src.to_owned();
+        let mut out = super::owned::try_to_owned(src, "l2_normalize output")?;
         self.l2_normalize(&mut out)?;
         Ok(out)
     }

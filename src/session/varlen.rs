@@ -114,7 +114,9 @@ impl<M: Mode> Session<M> {
         opts: &AttentionOptions<'_>,
     ) -> Result<Array2<f32>, Error> {
         let h = heads_of(heads, q.ncols(), k.ncols(), v.ncols())?;
-        let mut out = Array2::zeros((q.nrows(), h.heads * h.v_dim));
+        let cols = h.heads.saturating_mul(h.v_dim);
+        let mut out =
+            super::owned::try_zeros(ndarray::Ix2(q.nrows(), cols), "varlen_attention output")?;
         self.varlen_attention_into(q, k, v, &mut out, offsets, heads, opts)?;
         Ok(out)
     }
