@@ -3,6 +3,7 @@
 //! and row kernels of `ops`, the GEMM and its epilogues) with the ndarray plumbing of
 //! `walk.rs` (element-wise) and `rows.rs` (rows).
 
+mod add_norm;
 mod attention;
 mod elementwise;
 mod embedding;

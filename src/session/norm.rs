@@ -84,7 +84,7 @@ impl<M: Mode> Session<M> {
 }
 
 /// The last axis of `shape`, once `gamma`, `beta` and `eps` are checked against it.
-fn check_layer_norm(
+pub(super) fn check_layer_norm(
     shape: &[usize],
     gamma: &ArrayRef1<f32>,
     beta: &ArrayRef1<f32>,

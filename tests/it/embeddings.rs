@@ -394,3 +394,52 @@ fn l2_normalisation_is_canonical_accurate_and_the_same_on_every_isa() {
             .is_err()
     );
 }
+
+/// Residual + LayerNorm in one pass gives the bits of the add, then `layer_norm`, on every ISA
+/// and thread count, in f32 and bf16; shapes that differ are errors.
+#[test]
+fn add_layer_norm_gives_the_bits_of_add_then_layer_norm() {
+    let mut rng = Rng(21);
+    for d in [1usize, 17, 384] {
+        let x = Array2::from_shape_vec((6, d), rng.vec(6 * d, -3.0, 3.0)).unwrap();
+        let r = Array2::from_shape_vec((6, d), rng.vec(6 * d, -3.0, 3.0)).unwrap();
+        let g = ndarray::Array1::from(rng.vec(d, 0.5, 1.5));
+        let b = ndarray::Array1::from(rng.vec(d, -0.5, 0.5));
+        for isa in Isa::available() {
+            for threads in [1, 2] {
+                let s = pinned_session::<Exact>(isa, threads);
+                let mut want = &x + &r;
+                s.layer_norm(&mut want, &g, &b, 1e-12).unwrap();
+                let mut got = x.clone();
+                s.add_layer_norm(&mut got, &r, &g, &b, 1e-12).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{isa} {threads} d {d}");
+                let mut into = Array2::zeros((6, d));
+                s.add_layer_norm_into(&x, &r, &mut into, &g, &b, 1e-12)
+                    .unwrap();
+                assert_eq!(bits(&into), bits(&want));
+                let f = pinned_session::<Fast>(isa, threads);
+                let mut want = &x + &r;
+                f.layer_norm(&mut want, &g, &b, 1e-12).unwrap();
+                let got = f.add_layer_norm_owned(&x, &r, &g, &b, 1e-12).unwrap();
+                assert_eq!(bits(&got), bits(&want), "fast {isa} {threads} d {d}");
+            }
+        }
+        let xb = x.mapv(half::bf16::from_f32);
+        let rb = r.mapv(half::bf16::from_f32);
+        let s = Session::exact();
+        let mut want = &xb + &rb;
+        s.layer_norm(&mut want, &g, &b, 1e-12).unwrap();
+        let got = s.add_layer_norm_owned(&xb, &rb, &g, &b, 1e-12).unwrap();
+        assert_eq!(want, got);
+    }
+    let s = Session::exact();
+    let x = Array2::<f32>::zeros((2, 3));
+    let g = ndarray::Array1::ones(3);
+    let b = ndarray::Array1::zeros(3);
+    let mut y = x.clone();
+    assert!(
+        s.add_layer_norm(&mut y, &Array2::zeros((2, 4)), &g, &b, 0.0)
+            .is_err()
+    );
+    assert!(s.add_layer_norm(&mut y, &x, &g, &b, -1.0).is_err());
+}

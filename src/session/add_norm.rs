@@ -1,0 +1,103 @@
+//! Residual add and layer normalisation in one pass over the rows (ONNX Runtime's
+//! SkipLayerNormalization, for post-LN models whose residual add is not already a GEMM
+//! epilogue): each row gets `x + residual`, then is normalised while it is in cache.
+
+use ndarray::{Array, ArrayRef, ArrayRef1, Dimension};
+
+use super::Session;
+use super::norm::check_layer_norm;
+use super::rows::Rows;
+use crate::error::same_shape;
+use crate::lanes::ExactFpEnv;
+use crate::ops::norm::layer_norm_row_on;
+use crate::rows::with_row;
+use crate::{Element, Error, Mode};
+
+impl<M: Mode> Session<M> {
+    /// `x = layer_norm(x + residual)` over the last axis, in place, one row at a time: the
+    /// same bits as adding then calling [`Session::layer_norm`] (the sum of each element is
+    /// one IEEE addition, rounded to `T`), without a second pass over the tensor. `residual`
+    /// has the shape of `x`.
+    ///
+    /// ```
+    /// use activation_kernels::Session;
+    /// use ndarray::{array, Array1};
+    /// let s = Session::exact();
+    /// let (g, b) = (Array1::ones(3), Array1::zeros(3));
+    /// let mut x = array![[1.0f32, 2.0, 3.0]];
+    /// let r = array![[0.5f32, -1.0, 4.0]];
+    /// let mut want = &x + &r;
+    /// s.layer_norm(&mut want, &g, &b, 1e-12)?;
+    /// s.add_layer_norm(&mut x, &r, &g, &b, 1e-12)?;
+    /// assert_eq!(x, want);
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
+    pub fn add_layer_norm<T: Element, D: Dimension>(
+        &self,
+        x: &mut ArrayRef<T, D>,
+        residual: &ArrayRef<T, D>,
+        gamma: &ArrayRef1<f32>,
+        beta: &ArrayRef1<f32>,
+        eps: f32,
+    ) -> Result<(), Error> {
+        same_shape("add_layer_norm residual", x.shape(), residual.shape())?;
+        let axis = check_layer_norm(x.shape(), gamma, beta, eps)?;
+        let isa = self.isa;
+        let residual = residual.view().into_dyn();
+        with_row(gamma.view(), |g| {
+            with_row(beta.view(), |b| {
+                Rows::InPlace(x.view_mut().into_dyn()).for_each(
+                    self,
+                    axis,
+                    residual.lanes(axis),
+                    |row, r| {
+                        with_row(r, |r| {
+                            // The sum rounded to `T` first, as the separate add would store it.
+                            let _env = ExactFpEnv::enter_if(!M::FAST);
+                            for (x, &r) in row.iter_mut().zip(r) {
+                                *x = T::from_f32(*x + r).to_f32();
+                            }
+                        });
+                        layer_norm_row_on::<M>(isa, row, g, b, eps)
+                    },
+                )
+            })
+        });
+        Ok(())
+    }
+
+    /// `dst = layer_norm(src + residual)` (see [`Session::add_layer_norm`]).
+    pub fn add_layer_norm_into<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        residual: &ArrayRef<T, D>,
+        dst: &mut ArrayRef<T, D>,
+        gamma: &ArrayRef1<f32>,
+        beta: &ArrayRef1<f32>,
+        eps: f32,
+    ) -> Result<(), Error> {
+        same_shape("source and destination", src.shape(), dst.shape())?;
+        same_shape("add_layer_norm residual", src.shape(), residual.shape())?;
+        check_layer_norm(src.shape(), gamma, beta, eps)?;
+        // The destination takes the source's values; then the in-place form.
+        ndarray::Zip::from(dst.view_mut())
+            .and(src.view())
+            .for_each(|d, &s| *d = s);
+        self.add_layer_norm(dst, residual, gamma, beta, eps)
+    }
+
+    /// `layer_norm(src + residual)` as a new array (see [`Session::add_layer_norm`]).
+    pub fn add_layer_norm_owned<T: Element, D: Dimension>(
+        &self,
+        src: &ArrayRef<T, D>,
+        residual: &ArrayRef<T, D>,
+        gamma: &ArrayRef1<f32>,
+        beta: &ArrayRef1<f32>,
+        eps: f32,
+    ) -> Result<Array<T, D>, Error> {
+        same_shape("add_layer_norm residual", src.shape(), residual.shape())?;
+        let mut out = super::owned::try_to_owned(src, "add_layer_norm output")?;
+        self.add_layer_norm(&mut out, residual, gamma, beta, eps)?;
+        Ok(out)
+    }
+}
