@@ -31,6 +31,44 @@ impl Config {
     pub fn tokens(&self) -> usize {
         self.seq * self.batch
     }
+
+    /// Bytes of the weights (f32), as the block holds them once.
+    pub fn weight_bytes(&self) -> Option<usize> {
+        let (d, f) = (self.d_model, self.d_ff);
+        let values = d
+            .checked_mul(d)?
+            .checked_mul(4)?
+            .checked_add(d.checked_mul(f)?.checked_mul(2)?)?;
+        values
+            .checked_add(d.checked_mul(9)?)?
+            .checked_add(f)?
+            .checked_mul(4)
+    }
+
+    /// Bytes of the activations one run of a mode holds at once, about: the input, q/k/v, the
+    /// attention output, the residual stream and its norms (f32), and the MLP's hidden layer.
+    pub fn activation_bytes(&self) -> Option<usize> {
+        let per_token = self
+            .d_model
+            .checked_mul(10)?
+            .checked_add(self.d_ff.checked_mul(2)?)?;
+        self.tokens().checked_mul(per_token)?.checked_mul(4)
+    }
+
+    /// Bytes the f64 reference holds at once, about: its activations in f64 and one chunk of
+    /// attention scores.
+    pub fn reference_bytes(&self) -> Option<usize> {
+        let per_token = self
+            .d_model
+            .checked_mul(12)?
+            .checked_add(self.d_ff.checked_mul(2)?)?;
+        let acts = self.tokens().checked_mul(per_token)?;
+        let scores = REFERENCE_ROWS
+            .min(self.seq)
+            .checked_mul(self.seq)?
+            .checked_mul(2)?;
+        acts.checked_add(scores)?.checked_mul(8)
+    }
 }
 
 /// Seeded weights, each an integer below 2^23 times a power of two: exact in f32 and f64, the
@@ -367,7 +405,18 @@ fn layer_norm64(x: &Array2<f64>, g: &Array1<f32>, b: &Array1<f32>) -> Array2<f64
 }
 
 /// The same block in f64 (exact GELU through the `libm` crate's erf), the reference.
-pub fn forward_f64(c: &Config, w: &Weights, x: &Array2<f32>) -> Array2<f64> {
+/// Query rows per chunk of the f64 reference's attention: its scores take
+/// `REFERENCE_ROWS x seq` values at a time, never `seq x seq`.
+pub const REFERENCE_ROWS: usize = 256;
+
+/// The f64 run of the block. `progress` is called after each (sequence, head) of attention,
+/// the long part, with how many are done and how many there are.
+pub fn forward_f64(
+    c: &Config,
+    w: &Weights,
+    x: &Array2<f32>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Array2<f64> {
     let (d, hd) = (c.d_model, c.d_model / c.heads);
     let x = x.mapv(f64::from);
     let h = layer_norm64(&x, &w.ln1_g, &w.ln1_b);
@@ -381,16 +430,23 @@ pub fn forward_f64(c: &Config, w: &Weights, x: &Array2<f32>) -> Array2<f64> {
             let q = qkv.slice(s![rows.clone(), col(0)]);
             let k = qkv.slice(s![rows.clone(), col(1)]);
             let v = qkv.slice(s![rows.clone(), col(2)]);
-            let mut sc = q.dot(&k.t()) * scale;
-            for (i, mut row) in sc.rows_mut().into_iter().enumerate() {
-                row.slice_mut(s![i + 1..]).fill(f64::NEG_INFINITY);
-                let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                row.mapv_inplace(|v| (v - m).exp());
-                let sum = row.sum();
-                row.mapv_inplace(|v| v / sum);
-            }
-            attn.slice_mut(s![rows.clone(), head * hd..(head + 1) * hd])
+            for i0 in (0..c.seq).step_by(REFERENCE_ROWS) {
+                let i1 = (i0 + REFERENCE_ROWS).min(c.seq);
+                let mut sc = q.slice(s![i0..i1, ..]).dot(&k.t()) * scale;
+                for (r, mut row) in sc.rows_mut().into_iter().enumerate() {
+                    row.slice_mut(s![i0 + r + 1..]).fill(f64::NEG_INFINITY);
+                    let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    row.mapv_inplace(|v| (v - m).exp());
+                    let sum = row.sum();
+                    row.mapv_inplace(|v| v / sum);
+                }
+                attn.slice_mut(s![
+                    b * c.seq + i0..b * c.seq + i1,
+                    head * hd..(head + 1) * hd
+                ])
                 .assign(&sc.dot(&v));
+            }
+            progress(b * c.heads + head + 1, c.batch * c.heads);
         }
     }
     let x1 = &x + &(matmul64(&attn, w.w_o.view()) + &w.b_o.mapv(f64::from));

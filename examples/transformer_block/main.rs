@@ -13,6 +13,7 @@
 
 mod block;
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -86,6 +87,9 @@ impl Args {
     }
 
     fn check(&self) -> Result<(), String> {
+        if self.seq == 0 || self.batch == 0 || self.d_model == 0 || self.d_ff == 0 {
+            return Err("--seq, --batch, --d-model and --d-ff must be at least 1".into());
+        }
         if self.heads == 0 || !self.d_model.is_multiple_of(self.heads) {
             return Err("--d-model must be a multiple of --heads".into());
         }
@@ -134,13 +138,22 @@ fn run<M: Mode>(a: &Args, w: &Weights, x: &Array2<f32>) -> Result<(Array2<f32>, 
             forward_packed(&s, &c, w, &p, x, t)
         }
     };
+    let started = Instant::now();
     once(&mut Timings::default())?;
+    progress(M::NAME, "warm-up", 1, 1, started);
     let mut runs = Vec::new();
     let mut y = None;
-    for _ in 0..a.reps {
+    for r in 0..a.reps {
         let mut t = Timings::default();
         y = Some(once(&mut t)?);
         runs.push(t);
+        progress(
+            M::NAME,
+            "timed runs",
+            r as usize + 1,
+            a.reps as usize,
+            started,
+        );
     }
     let y = y.expect("reps >= 1");
     println!(
@@ -166,11 +179,77 @@ fn run<M: Mode>(a: &Args, w: &Weights, x: &Array2<f32>) -> Result<(Array2<f32>, 
     Ok((y, total))
 }
 
+/// A line on stderr for a long phase (past a few seconds), so that a long run shows it moves.
+fn progress(what: &str, phase: &str, done: usize, of: usize, started: Instant) {
+    let t = started.elapsed().as_secs_f64();
+    if t >= 5.0 {
+        eprintln!("  [{what}] {phase}: {done}/{of} after {t:.0} s");
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// What the run will hold in memory, said up front, and checked: a size that cannot be had is
+/// an error now, not an abort after the timed runs.
+fn check_memory(a: &Args) -> Result<(), String> {
+    let c = a.config();
+    let too_big = || "the sizes overflow a usize: choose smaller --seq/--batch/--d-model/--d-ff";
+    let weights = c.weight_bytes().ok_or_else(too_big)?;
+    let acts = c.activation_bytes().ok_or_else(too_big)?;
+    // Each mode holds the weights, their packed copy and its activations; the reference its own.
+    let mode = weights.saturating_mul(2).saturating_add(acts);
+    let reference = if a.no_reference {
+        0
+    } else {
+        c.reference_bytes().ok_or_else(too_big)?
+    };
+    let total = weights.saturating_add(mode).saturating_add(reference);
+    let gib = |b: usize| b as f64 / f64::from(1u32 << 30);
+    println!(
+        "memory: about {:.2} GiB (weights {:.2}, per mode {:.2}, f64 reference {:.2})",
+        gib(total),
+        gib(weights),
+        gib(mode),
+        gib(reference)
+    );
+    for (what, bytes) in [
+        ("a mode's run", weights.saturating_add(mode)),
+        ("the f64 reference", reference),
+    ] {
+        let mut probe: Vec<u8> = Vec::new();
+        if probe.try_reserve_exact(bytes).is_err() {
+            return Err(format!(
+                "{what} needs about {:.2} GiB, which cannot be allocated here{}",
+                gib(bytes),
+                if what == "the f64 reference" {
+                    " (pass --no-reference)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let a = Args::parse();
     if let Err(e) = a.check() {
         eprintln!("error: {e}");
         return ExitCode::from(2);
+    }
+    println!(
+        "transformer block: d_model {}, {} heads, d_ff {}, seq {}, batch {}, seed {}; detected {}",
+        a.d_model,
+        a.heads,
+        a.d_ff,
+        a.seq,
+        a.batch,
+        a.seed,
+        Isa::detect()
+    );
+    if let Err(e) = check_memory(&a) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
     }
     match body(&a) {
         Ok(()) => ExitCode::SUCCESS,
@@ -183,16 +262,6 @@ fn main() -> ExitCode {
 
 fn body(a: &Args) -> Result<(), Error> {
     let c = a.config();
-    println!(
-        "transformer block: d_model {}, {} heads, d_ff {}, seq {}, batch {}, seed {}; detected {}",
-        c.d_model,
-        c.heads,
-        c.d_ff,
-        c.seq,
-        c.batch,
-        a.seed,
-        Isa::detect()
-    );
     let w = Weights::new(&c, a.seed);
     let x = input(&c, a.seed);
     let exact = if a.mode != Modes::Fast {
@@ -216,7 +285,9 @@ fn body(a: &Args) -> Result<(), Error> {
     }
     if !a.no_reference {
         let t = Instant::now();
-        let r = forward_f64(&c, &w, &x);
+        let r = forward_f64(&c, &w, &x, &mut |done, of| {
+            progress("f64 reference", "attention heads", done, of, t)
+        });
         let r = if a.decode {
             r.slice(s![c.seq - 1.., ..]).to_owned()
         } else {

@@ -4,20 +4,27 @@
 //!
 //! Exact mode scores each block of query rows against every key it can see and takes the
 //! two-pass exact softmax (canonical sums) of each row, then `P V`: each row sums over its own
-//! keys only (those before its causal limit and key length), in increasing order from `+0`
-//! (four rows at a time over the keys all four see, then each row alone). Keys a row cannot
-//! see never enter its sum, so for any V (inf and NaN included) the bits depend neither on the
-//! block size, the instruction set nor the thread count.
+//! keys only (those before its causal limit and key length, and not hidden by a keep mask or a
+//! `-inf` additive term), in increasing order from `+0` (four rows at a time over the keys all
+//! four see, then each row alone). Keys a row cannot see never enter its sum, so for any V (inf
+//! and NaN included) a row's output depends only on the keys it sees, and the bits depend
+//! neither on the block size, the instruction set nor the thread count. A row that sees no key
+//! follows the [`MaskedRow`] policy (`Uniform`: the mean of every value row).
 //!
 //! Fast mode does the same, with the fast exp and fused multiply-adds, for a query block whose
 //! keys fit in one key tile; beyond that it runs an online (flash) softmax over key tiles:
 //! memory O(tile) per query block, the accumulated output rescaled by `exp(m_old - m_new)` as
 //! the running maximum grows, a fully masked tile changes nothing (no NaN), and a NaN score
-//! makes its row NaN.
+//! makes its row NaN. A tile's `P V` is one GEMM where every row sees the whole tile, and each
+//! row over its own keys where some do not (the tile on a causal diagonal or a key length).
+//!
+//! A key-padding mask ([`AttentionOptions::with_key_padding`]) removes keys before anything
+//! runs: the kept keys and values of each batch row are gathered in order, so each batch row
+//! has the bits of a run over its kept keys alone.
 
 use ndarray::{
-    Array, Array2, ArrayRef, ArrayView2, ArrayView4, ArrayViewD, ArrayViewMut2, ArrayViewMut4,
-    Axis, Dimension, Ix2, Ix4, IxDyn, s,
+    Array, Array1, Array2, Array3, ArrayRef, ArrayView1, ArrayView2, ArrayView4, ArrayViewD,
+    ArrayViewMut2, ArrayViewMut4, Axis, Dimension, Ix2, Ix4, IxDyn, s,
 };
 use rayon::prelude::*;
 
@@ -53,9 +60,21 @@ pub struct AttentionOptions<'a> {
     pub causal_offset: Option<usize>,
     /// A boolean keep-mask or an additive mask, broadcast to `[batch, heads, seq_q, seq_k]`
     /// (`Mask::Causal` here is the same as `causal` with that offset).
+    ///
+    /// Broadcasting aligns the trailing axes: a 2-D mask is `[seq_q, seq_k]`, whatever its
+    /// sizes. A `[batch, seq_k]` padding mask on 4-D attention where `batch == seq_q` is read
+    /// as `[seq_q, seq_k]` without an error; padding per batch row belongs in
+    /// [`AttentionOptions::key_padding`].
     pub mask: Mask<'a>,
     /// Per batch item, the number of valid keys (the rest are padding).
     pub key_lengths: Option<&'a [usize]>,
+    /// Per batch item, which keys are real (`true`) and which are padding (`false`), at any
+    /// positions: `[batch, seq_k]` (`[1, seq_k]` for 2-D attention). A padding key is removed
+    /// before anything runs, so in exact mode a batch row has the bits of attention over its
+    /// kept keys alone (the same row run by itself, with only those keys). Causal limits and
+    /// key lengths still count positions of the full sequence; a fully masked row's
+    /// `Uniform` policy averages the kept keys only.
+    pub key_padding: Option<ArrayView2<'a, bool>>,
     /// Query rows per work item (0: [`AttentionOptions::DEFAULT_QUERY_BLOCK`]). Exact results
     /// do not depend on it.
     pub query_block: usize,
@@ -106,6 +125,29 @@ impl<'a> AttentionOptions<'a> {
             ..self
         }
     }
+    /// A key-padding mask, `[batch, seq_k]`, `true` for a real key (see
+    /// [`AttentionOptions::key_padding`]).
+    ///
+    /// ```
+    /// use activation_kernels::{AttentionOptions, Session};
+    /// use ndarray::{Array4, array, s};
+    /// let x = Array4::from_shape_fn((2, 1, 3, 2), |(b, _, i, j)| (b + i * 2 + j) as f32 * 0.25);
+    /// let keep = array![[true, true, true], [false, true, true]]; // item 1: key 0 is padding
+    /// let opts = AttentionOptions::default().with_key_padding(keep.view());
+    /// let s = Session::exact();
+    /// let out = s.attention_owned(&x, &x, &x, &opts)?;
+    /// // Item 1 alone, on its two real keys: the same bits.
+    /// let (q1, kv1) = (x.slice(s![1, 0, .., ..]), x.slice(s![1, 0, 1.., ..]));
+    /// let alone = s.attention_owned(&q1, &kv1, &kv1, &AttentionOptions::default())?;
+    /// assert_eq!(out.slice(s![1, 0, .., ..]), alone);
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
+    pub fn with_key_padding(self, keep: ArrayView2<'a, bool>) -> Self {
+        AttentionOptions {
+            key_padding: Some(keep),
+            ..self
+        }
+    }
 }
 
 /// The [`work_of`](super::matmul::work_of) attention over `batch x heads` blocks of `seq_q`
@@ -150,11 +192,41 @@ struct Plan<'a> {
     key_lengths: Option<&'a [usize]>,
     seq_k: usize,
     policy: MaskedRow,
+    /// Per batch item, the keys a key-padding mask keeps, if it drops any.
+    kept: Vec<Option<KeptKeys>>,
+}
+
+/// The keys of one batch item that a key-padding mask keeps: the blocks of that item run on
+/// these keys alone, gathered in order.
+struct KeptKeys {
+    /// The positions of the kept keys, increasing.
+    keys: Vec<usize>,
+    /// `below[e]`: how many kept keys lie before position `e` (`seq_k + 1` entries), which
+    /// maps a limit over positions to one over kept keys.
+    below: Vec<usize>,
+}
+
+impl KeptKeys {
+    fn new(keep: ArrayView1<'_, bool>) -> Option<KeptKeys> {
+        if keep.iter().all(|&k| k) {
+            return None;
+        }
+        let mut below = Vec::with_capacity(keep.len() + 1);
+        let mut keys = Vec::new();
+        below.push(0);
+        for (j, &k) in keep.iter().enumerate() {
+            if k {
+                keys.push(j);
+            }
+            below.push(keys.len());
+        }
+        Some(KeptKeys { keys, below })
+    }
 }
 
 impl Plan<'_> {
     /// The keys `[0, end)` query `q` of batch item `b` may see by the causal limit and the key
-    /// length.
+    /// length (counted among the kept keys where a key-padding mask drops some).
     fn row_end(&self, b: usize, q: usize) -> usize {
         let mut end = self.seq_k;
         if let Some(len) = self.key_lengths {
@@ -163,7 +235,10 @@ impl Plan<'_> {
         if let Some(off) = self.causal_offset {
             end = end.min(q.saturating_add(off).saturating_add(1));
         }
-        end
+        match &self.kept[b] {
+            Some(kept) => kept.below[end],
+            None => end,
+        }
     }
 
     /// Whether the rows are masked only by their limits ([`Plan::row_end`]: a causal limit or a
@@ -173,27 +248,14 @@ impl Plan<'_> {
         self.keep.is_none() && self.additive.is_none()
     }
 
-    /// The keys `[0, end)` that some row of queries `..q1` of batch item `b` may see: all keys
-    /// under the `Uniform` policy (a fully masked row is uniform over every key).
+    /// The keys `[0, end)` that some row of queries `..q1` of batch item `b` may see (the
+    /// limits grow with the row).
     fn block_end(&self, b: usize, q1: usize) -> usize {
-        if self.policy == MaskedRow::Uniform {
-            self.seq_k
-        } else {
-            self.row_end(b, q1 - 1)
-        }
+        self.row_end(b, q1 - 1)
     }
 
-    /// The keys `[0, end)` of query `q`'s sum in `P V`: its own [`Plan::row_end`], or every key
-    /// under the `Uniform` policy (a fully masked row is uniform over every key).
-    fn pv_end(&self, b: usize, q: usize) -> usize {
-        if self.policy == MaskedRow::Uniform {
-            self.seq_k
-        } else {
-            self.row_end(b, q)
-        }
-    }
-
-    /// Calls `f` with the mask of query `q` (batch `b`, head `h`) over the keys `k0..k1`.
+    /// Calls `f` with the mask of query `q` (batch `b`, head `h`) over the keys `k0..k1` (kept
+    /// keys, where a key-padding mask drops some).
     fn with_row_mask<R>(
         &self,
         (b, h, q): (usize, usize, usize),
@@ -201,8 +263,25 @@ impl Plan<'_> {
         f: impl FnOnce(ScoreMask<'_>) -> R,
     ) -> R {
         let end = self.row_end(b, q).saturating_sub(k0);
-        let keep = self.keep.as_ref().map(|m| m.slice(s![b, h, q, k0..k1]));
-        let add = self.additive.as_ref().map(|a| a.slice(s![b, h, q, k0..k1]));
+        let keep_row = self.keep.as_ref().map(|m| m.slice(s![b, h, q, ..]));
+        let add_row = self.additive.as_ref().map(|a| a.slice(s![b, h, q, ..]));
+        let (gathered_keep, gathered_add): (Option<Array1<bool>>, Option<Array1<f32>>);
+        let (keep, add) = match &self.kept[b] {
+            None => (
+                keep_row.map(|m| m.slice_move(s![k0..k1])),
+                add_row.map(|a| a.slice_move(s![k0..k1])),
+            ),
+            Some(kept) => {
+                // The mask entries of the kept keys, in their order.
+                let keys = &kept.keys[k0..k1];
+                gathered_keep = keep_row.map(|m| keys.iter().map(|&j| m[j]).collect());
+                gathered_add = add_row.map(|a| keys.iter().map(|&j| a[j]).collect());
+                (
+                    gathered_keep.as_ref().map(|m| m.view()),
+                    gathered_add.as_ref().map(|a| a.view()),
+                )
+            }
+        };
         let with_add = |keep: Option<&[bool]>| match add {
             Some(a) => with_row(a, |a| {
                 f(ScoreMask {
@@ -221,6 +300,29 @@ impl Plan<'_> {
             Some(k) => with_bool_row(k, |k| with_add(Some(k))),
             None => with_add(None),
         }
+    }
+
+    /// The keys of `[0, limit)` (relative to `k0`) that query `q` sees, if its keep or additive
+    /// mask hides any of them (`-inf` hides a key); `None` if it sees all of them.
+    fn sparse_keys(
+        &self,
+        row: (usize, usize, usize),
+        (k0, k1): (usize, usize),
+        limit: usize,
+    ) -> Option<Vec<usize>> {
+        if self.limits_only() || limit == 0 {
+            return None;
+        }
+        self.with_row_mask(row, (k0, k1), |m| {
+            let seen = |j: usize| {
+                m.keep.is_none_or(|k| k[j]) && m.add.is_none_or(|a| a[j] != f32::NEG_INFINITY)
+            };
+            if (0..limit).all(seen) {
+                None
+            } else {
+                Some((0..limit).filter(|&j| seen(j)).collect())
+            }
+        })
     }
 }
 
@@ -369,6 +471,19 @@ impl<M: Mode> Session<M> {
                 )));
             }
         }
+        let mut kept = Vec::new();
+        if let Some(pad) = &opts.key_padding {
+            if pad.shape() != [batch, seq_k] {
+                return Err(mismatch(
+                    "attention key_padding ([batch, seq_k])",
+                    vec![batch, seq_k],
+                    pad.shape(),
+                ));
+            }
+            kept = pad.outer_iter().map(KeptKeys::new).collect();
+        } else {
+            kept.resize_with(batch, || None);
+        }
         let full = IxDyn(&[batch, heads, seq_q, seq_k]);
         let bad_mask = |m: &[usize]| {
             mismatch(
@@ -408,6 +523,7 @@ impl<M: Mode> Session<M> {
             key_lengths: opts.key_lengths,
             seq_k,
             policy: self.masked_row,
+            kept,
         })
     }
 
@@ -447,19 +563,43 @@ impl<M: Mode> Session<M> {
                 }
             }
         }
+        // The kept keys and values of each batch item that a key-padding mask thins, in order.
+        let gathered: Vec<Option<(Array3<f32>, Array3<f32>)>> = plan
+            .kept
+            .iter()
+            .enumerate()
+            .map(|(b, kept)| {
+                kept.as_ref().map(|kept| {
+                    (
+                        k.slice(s![b, .., .., ..]).select(Axis(1), &kept.keys),
+                        v.slice(s![b, .., .., ..]).select(Axis(1), &kept.keys),
+                    )
+                })
+            })
+            .collect();
         let inner = Session::<M> {
             pool: super::Threads::Caller,
             parallel_threshold: usize::MAX,
             ..self.clone()
         };
         let run = |(b, h, q0, mut o): (usize, usize, usize, ArrayViewMut2<'_, f32>)| {
+            let (kb, vb) = match &gathered[b] {
+                Some((kg, vg)) => (
+                    kg.slice(s![h / group, .., ..]),
+                    vg.slice(s![h / group, .., ..]),
+                ),
+                None => (
+                    k.slice(s![b, h / group, .., ..]),
+                    v.slice(s![b, h / group, .., ..]),
+                ),
+            };
             let block = Block {
                 b,
                 h,
                 q0,
                 q: q.slice(s![b, h, q0..q0 + o.nrows(), ..]),
-                k: k.slice(s![b, h / group, .., ..]),
-                v: v.slice(s![b, h / group, .., ..]),
+                k: kb,
+                v: vb,
             };
             // Fast mode tiles the keys only where they exceed one tile.
             if M::FAST && plan.block_end(b, q0 + block.q.nrows()) > key_block {
@@ -477,7 +617,8 @@ impl<M: Mode> Session<M> {
     }
 
     /// The scores of the block against every key it may see, the two-pass softmax of each row,
-    /// then `P V` (exact mode; fast mode where the keys fit in one tile).
+    /// then `P V` over each row's visible keys (exact mode; fast mode where the keys fit in one
+    /// tile).
     fn attention_block_two_pass(
         &self,
         plan: &Plan<'_>,
@@ -485,65 +626,119 @@ impl<M: Mode> Session<M> {
         out: &mut ArrayViewMut2<'_, f32>,
     ) -> Result<(), Error> {
         let Block { b, h, q0, q, k, v } = *block;
-        let end = plan.block_end(b, q0 + q.nrows());
-        if end == 0 {
-            out.fill(if plan.policy == MaskedRow::Nan {
-                CANONICAL_NAN
-            } else {
-                0.0
-            });
-            return Ok(());
-        }
         let rows = q.nrows();
+        let end = plan.block_end(b, q0 + rows);
+        let mut limits: Vec<usize> = (0..rows).map(|i| plan.row_end(b, q0 + i)).collect();
+        if end == 0 {
+            let seen = vec![false; rows];
+            return self.write_rows(plan, v, out, &[], &seen);
+        }
         let mut scores = vec![0f32; rows * end];
         let mut p = matrix(&mut scores, rows, end)?;
         self.matmul_into(&q, &k.slice(s![..end, ..]).t(), &mut p, &Identity)?;
+        // A row that sees no key comes out of the softmax as zeros (never NaN: that is a NaN
+        // score); it takes the session's policy when the rows are written.
+        let policy = MaskedRow::Zero;
         if plan.limits_only() {
             // Masked by limits only: every row in one dispatch.
-            let ends: Vec<usize> = (0..rows).map(|i| plan.row_end(b, q0 + i)).collect();
-            ragged_softmax_rows_on::<M>(self.isa, &mut scores, end, plan.scale, &ends, plan.policy);
+            ragged_softmax_rows_on::<M>(self.isa, &mut scores, end, plan.scale, &limits, policy);
         } else {
             for (i, row) in scores.chunks_exact_mut(end).enumerate() {
                 plan.with_row_mask((b, h, q0 + i), (0, end), |mask| {
-                    masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, plan.policy)
+                    masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, policy)
                 });
             }
         }
-        // P V with each row's own key limit: row `i` sums over its keys `[0, limit_i)` only,
-        // in increasing order from `+0`, the bits of one sequential sum per row whatever the
-        // block. Four rows at a time share each row of V (`ops::axpy::ragged_row_products`).
-        let limits: Vec<usize> = (0..rows).map(|i| plan.pv_end(b, q0 + i)).collect();
-        let v_dim = v.ncols();
-        let v_used = v.slice(s![..end, ..]);
-        let copy: Vec<f32>;
-        let v_rows: Vec<&[f32]> = match v_used.rows().into_iter().map(|r| r.to_slice()).collect() {
-            Some(r) => r,
-            None => {
-                copy = v_used.iter().copied().collect();
-                copy.chunks_exact(v_dim.max(1)).collect()
+        // The softmax of a row that sees a key has a positive entry (its maximum's).
+        let seen: Vec<bool> = scores
+            .chunks_exact(end)
+            .map(|row| row.iter().any(|&p| p != 0.0))
+            .collect();
+        let mut sparse = Vec::new();
+        for (i, limit) in limits.iter_mut().enumerate() {
+            if !seen[i] {
+                *limit = 0;
+            } else if let Some(keys) = plan.sparse_keys((b, h, q0 + i), (0, end), *limit) {
+                sparse.push((i, keys));
+                *limit = 0;
             }
-        };
-        let mut pv = vec![0f32; rows * v_dim];
-        ragged_row_products_on::<M>(self.isa, &mut pv, v_dim, &scores, end, &limits, &v_rows);
-        let fill = if plan.policy == MaskedRow::Nan {
-            CANONICAL_NAN
-        } else {
-            0.0
-        };
-        for ((mut o, row), &limit) in out
-            .rows_mut()
-            .into_iter()
-            .zip(pv.chunks_exact(v_dim.max(1)))
-            .zip(&limits)
-        {
-            if limit == 0 {
-                // A row that sees no key: the masked-row policy (as for a whole block).
-                o.fill(fill);
-            } else {
-                o.assign(&ndarray::ArrayView1::from(row));
+        }
+        let v_used = v.slice(s![..end, ..]);
+        let mut copy = Vec::new();
+        let v_rows = row_slices(&v_used, &mut copy);
+        let mut pv = vec![0f32; rows * v.ncols()];
+        self.visible_products(&mut pv, &scores, end, &limits, &sparse, &v_rows);
+        self.write_rows(plan, v, out, &pv, &seen)
+    }
+
+    /// `P V` with each row over the keys it sees, so that a key it cannot see never enters its
+    /// sum, whatever its value row holds (`0 x inf` would be NaN): row `i` over its keys
+    /// `[0, limits[i])` in increasing order from `+0` (`ops::axpy::ragged_row_products`, four
+    /// rows sharing each value row), and each row of `sparse` over its own list of keys, in the
+    /// same order. Skipping a hidden key's `+0` weight changes no bit of a sum over finite
+    /// values (a sum from `+0` is never `-0`, so adding `±0` leaves it as it is).
+    fn visible_products(
+        &self,
+        pv: &mut [f32],
+        p: &[f32],
+        ldp: usize,
+        limits: &[usize],
+        sparse: &[(usize, Vec<usize>)],
+        v_rows: &[&[f32]],
+    ) {
+        let v_dim = pv.len() / limits.len().max(1);
+        ragged_row_products_on::<M>(self.isa, pv, v_dim, p, ldp, limits, v_rows);
+        for (i, keys) in sparse {
+            let weights: Vec<f32> = keys.iter().map(|&j| p[i * ldp + j]).collect();
+            let rows: Vec<&[f32]> = keys.iter().map(|&j| v_rows[j]).collect();
+            let n = keys.len();
+            let out = &mut pv[i * v_dim..(i + 1) * v_dim];
+            ragged_row_products_on::<M>(self.isa, out, v_dim, &weights, n, &[n], &rows);
+        }
+    }
+
+    /// Writes the block's output rows: `pv` for a row that sees a key, the masked-row policy for
+    /// one that sees none (`Uniform`: the mean of every value row, as a softmax of equal
+    /// weights over all of them).
+    fn write_rows(
+        &self,
+        plan: &Plan<'_>,
+        v: ArrayView2<'_, f32>,
+        out: &mut ArrayViewMut2<'_, f32>,
+        pv: &[f32],
+        seen: &[bool],
+    ) -> Result<(), Error> {
+        let v_dim = v.ncols();
+        let mut uniform = None;
+        for (i, mut o) in out.rows_mut().into_iter().enumerate() {
+            if seen[i] {
+                o.assign(&ArrayView1::from(&pv[i * v_dim..(i + 1) * v_dim]));
+                continue;
+            }
+            match plan.policy {
+                MaskedRow::Zero => o.fill(0.0),
+                MaskedRow::Nan => o.fill(CANONICAL_NAN),
+                MaskedRow::Uniform => {
+                    let mean = uniform.get_or_insert_with(|| self.uniform_row(v));
+                    o.assign(&ArrayView1::from(&mean[..]));
+                }
             }
         }
         Ok(())
+    }
+
+    /// The mean of the rows of `v` as the `Uniform` policy gives it: weights `1/n` over all `n`
+    /// rows, summed in order from `+0` (zeros if `v` has no row).
+    fn uniform_row(&self, v: ArrayView2<'_, f32>) -> Vec<f32> {
+        let (n, v_dim) = v.dim();
+        let mut mean = vec![0f32; v_dim];
+        if n > 0 {
+            let weights = vec![1.0 / n as f32; n];
+            let mut copy = Vec::new();
+            let rows = row_slices(&v, &mut copy);
+            ragged_row_products_on::<M>(self.isa, &mut mean, v_dim, &weights, n, &[n], &rows);
+        }
+        mean
     }
 
     /// Fast mode: the online softmax over key tiles.
@@ -556,43 +751,66 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         let Block { b, h, q0, q, k, v } = *block;
         let rows = q.nrows();
+        let v_dim = v.ncols();
         let end = plan.block_end(b, q0 + rows);
         let mut state = vec![OnlineSoftmax::new(); rows];
         out.fill(0.0);
-        let mut part = Array2::<f32>::zeros((rows, v.ncols()));
+        let mut part = Array2::<f32>::zeros((rows, v_dim));
         // One scores buffer and one rescale vector for every key tile of the block.
         let mut buf = vec![0f32; rows * key_block.min(end)];
         let mut rescale = vec![1f32; rows];
         let mut ends = vec![0usize; rows];
+        let mut limits = vec![0usize; rows];
         let mut k0 = 0;
         while k0 < end {
             let k1 = (k0 + key_block).min(end);
-            let scores = &mut buf[..rows * (k1 - k0)];
-            let mut p = matrix(scores, rows, k1 - k0)?;
+            let width = k1 - k0;
+            let scores = &mut buf[..rows * width];
+            let mut p = matrix(scores, rows, width)?;
             self.matmul_into(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &Identity)?;
+            for (i, e) in ends.iter_mut().enumerate() {
+                *e = plan.row_end(b, q0 + i).saturating_sub(k0);
+            }
             if plan.limits_only() {
                 // Masked by limits only: every row of the tile in one dispatch.
-                for (i, e) in ends.iter_mut().enumerate() {
-                    *e = plan.row_end(b, q0 + i).saturating_sub(k0);
-                }
                 online_update_rows::<M>(
                     &mut state,
                     self.isa,
                     scores,
-                    k1 - k0,
+                    width,
                     plan.scale,
                     &ends,
                     &mut rescale,
                 );
             } else {
-                for (i, (row, st)) in scores.chunks_exact_mut(k1 - k0).zip(&mut state).enumerate() {
+                for (i, (row, st)) in scores.chunks_exact_mut(width).zip(&mut state).enumerate() {
                     rescale[i] = plan.with_row_mask((b, h, q0 + i), (k0, k1), |mask| {
                         st.update::<M>(self.isa, row, plan.scale, mask)
                     });
                 }
             }
-            let p = matrix(scores, rows, k1 - k0)?;
-            self.matmul_into(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
+            // Each row's keys of the tile: those before its limit, less those its mask hides.
+            let mut sparse = Vec::new();
+            for (i, (limit, &e)) in limits.iter_mut().zip(&ends).enumerate() {
+                *limit = e.min(width);
+                if let Some(keys) = plan.sparse_keys((b, h, q0 + i), (k0, k1), *limit) {
+                    sparse.push((i, keys));
+                    *limit = 0;
+                }
+            }
+            if sparse.is_empty() && limits.iter().all(|&l| l == width) {
+                // Every row sees the whole tile: one GEMM.
+                let p = matrix(scores, rows, width)?;
+                self.matmul_into(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
+            } else {
+                let v_tile = v.slice(s![k0..k1, ..]);
+                let mut copy = Vec::new();
+                let v_rows = row_slices(&v_tile, &mut copy);
+                let part_values = part.as_slice_mut().ok_or_else(|| {
+                    Error::InvalidArgument("attention: a strided tile buffer".into())
+                })?;
+                self.visible_products(part_values, scores, width, &limits, &sparse, &v_rows);
+            }
             for ((mut o, pr), r) in out.rows_mut().into_iter().zip(part.rows()).zip(&rescale) {
                 o.zip_mut_with(&pr, |o, &x| *o = *o * *r + x);
             }
@@ -611,6 +829,18 @@ impl<M: Mode> Session<M> {
         }
         Ok(())
     }
+}
+
+/// The rows of `v` as slices, copied into `copy` first if they are not contiguous.
+fn row_slices<'v>(v: &'v ArrayView2<'_, f32>, copy: &'v mut Vec<f32>) -> Vec<&'v [f32]> {
+    if v.ncols() == 0 {
+        return vec![&[]; v.nrows()];
+    }
+    if let Some(rows) = v.rows().into_iter().map(|r| r.to_slice()).collect() {
+        return rows;
+    }
+    *copy = v.iter().copied().collect();
+    copy.chunks_exact(v.ncols()).collect()
 }
 
 /// `buf` as a C-order `rows x cols` matrix.

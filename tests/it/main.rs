@@ -7,6 +7,7 @@
 mod common;
 
 mod attention;
+mod attention_visibility;
 mod canonical_nan;
 mod capi;
 mod cross_isa;

@@ -6,7 +6,10 @@
 //! A few cases per property by default; `PROPTEST_CASES=n` or `AK_EXTENSIVE=1` for more.
 
 use crate::common::*;
-use activation_kernels::{AttentionOptions, Exact, Fast, Func, Isa};
+use activation_kernels::epilogue::Identity;
+use activation_kernels::{
+    AttentionOptions, Error, Exact, Fast, Func, Isa, Mask, MaskedRow, Session,
+};
 use ndarray::{Array2, Array4, ArrayViewMut2, ShapeBuilder, s};
 use proptest::prelude::*;
 
@@ -219,6 +222,188 @@ proptest! {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Which keys query row `(b, h, i)` sees in [`a_row_depends_only_on_the_keys_it_sees`]'s cases.
+struct Visibility<'a> {
+    seq_q: usize,
+    seq_k: usize,
+    causal: bool,
+    lengths: Option<&'a [usize]>,
+    keep: Option<&'a Array4<bool>>,
+    additive: Option<&'a Array4<f32>>,
+    padding: Option<&'a Array2<bool>>,
+}
+
+impl Visibility<'_> {
+    fn sees(&self, (b, h, i): (usize, usize, usize), j: usize) -> bool {
+        self.lengths.is_none_or(|l| j < l[b])
+            && (!self.causal || j <= i + self.seq_k.saturating_sub(self.seq_q))
+            && self.keep.is_none_or(|m| m[[b, h, i, j]])
+            && self
+                .additive
+                .is_none_or(|a| a[[b, h, i, j]] != f32::NEG_INFINITY)
+            && self.padding.is_none_or(|p| p[[b, j]])
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// A row's output depends only on the keys it sees: inf and NaN written into the value rows
+    /// of keys hidden from some rows leave those rows' bits as they were, for every mask form
+    /// (causal, key lengths, keep, additive `-inf`, key padding, and mixes), masked-row policy,
+    /// block size, thread count and instruction set, in both modes. (A row that sees no key
+    /// under `Uniform` averages every key: it sees them all.)
+    #[test]
+    fn a_row_depends_only_on_the_keys_it_sees(
+        (batch, kv_heads, group, seq_q, seq_k, dim) in
+            (1usize..3, 1usize..3, 1usize..3, 1usize..7, 1usize..10, 1usize..5),
+        forms in (any::<bool>(), any::<bool>(), 0u8..3, any::<bool>()),
+        lengths in prop::collection::vec(0usize..10, 2),
+        policy in prop::sample::select(vec![MaskedRow::Zero, MaskedRow::Uniform, MaskedRow::Nan]),
+        blocks in (1usize..8, 0usize..6),
+        fast in any::<bool>(),
+        isa in isa(), threads in 1usize..3, seed in any::<u64>(),
+    ) {
+        let (causal, use_lengths, mask_form, use_padding) = forms;
+        let heads = kv_heads * group;
+        let mut rng = Rng(seed);
+        let mut t = |h: usize, s: usize| {
+            Array4::from_shape_vec((batch, h, s, dim), rng.vec(batch * h * s * dim, -2.0, 2.0)).unwrap()
+        };
+        let (q, k, v) = (t(heads, seq_q), t(kv_heads, seq_k), t(kv_heads, seq_k));
+        let full = (batch, heads, seq_q, seq_k);
+        let mut bits_of = |n: usize| (0..n).map(|_| rng.next_u64() % 4 != 0).collect::<Vec<bool>>();
+        let keep = Array4::from_shape_vec(full, bits_of(batch * heads * seq_q * seq_k)).unwrap();
+        let additive = keep.mapv(|k| if k { 0.25 } else { f32::NEG_INFINITY });
+        let padding = Array2::from_shape_vec((batch, seq_k), bits_of(batch * seq_k)).unwrap();
+        let hidden_v = bits_of(batch * kv_heads * seq_k);
+        let lengths: Vec<usize> = lengths[..batch].iter().map(|&l| l.min(seq_k)).collect();
+        let (keep_d, add_d) = (keep.clone().into_dyn(), additive.clone().into_dyn());
+        let mut opts = AttentionOptions {
+            query_block: blocks.0,
+            key_block: blocks.1,
+            ..AttentionOptions::default()
+        };
+        if causal {
+            opts = opts.causal();
+        }
+        if use_lengths {
+            opts = opts.with_key_lengths(&lengths);
+        }
+        match mask_form {
+            1 => opts = opts.with_mask(Mask::Keep(keep_d.view())),
+            2 => opts = opts.with_mask(Mask::Additive(add_d.view())),
+            _ => {}
+        }
+        if use_padding {
+            opts = opts.with_key_padding(padding.view());
+        }
+        let seen = Visibility {
+            seq_q,
+            seq_k,
+            causal,
+            lengths: use_lengths.then_some(&lengths[..]),
+            keep: (mask_form == 1).then_some(&keep),
+            additive: (mask_form == 2).then_some(&additive),
+            padding: use_padding.then_some(&padding),
+        };
+        // Bad values in some value rows (the rows `hidden_v` leaves out).
+        let mut bad = v.clone();
+        for ((b, kh, j, d), x) in bad.indexed_iter_mut() {
+            if !hidden_v[(b * kv_heads + kh) * seq_k + j] {
+                *x = [f32::INFINITY, f32::NAN, f32::NEG_INFINITY][(j + d) % 3];
+            }
+        }
+        let run = |v: &Array4<f32>| {
+            if fast {
+                pinned_session::<Fast>(isa, threads).with_masked_row(policy).attention_owned(&q, &k, v, &opts).unwrap()
+            } else {
+                pinned_session::<Exact>(isa, threads).with_masked_row(policy).attention_owned(&q, &k, v, &opts).unwrap()
+            }
+        };
+        let (clean, dirty) = (run(&v), run(&bad));
+        for b in 0..batch {
+            for h in 0..heads {
+                for i in 0..seq_q {
+                    let sees_any = (0..seq_k).any(|j| seen.sees((b, h, i), j));
+                    if !sees_any && policy == MaskedRow::Uniform {
+                        continue;
+                    }
+                    let kh = h / group;
+                    let blind = (0..seq_k).all(|j| hidden_v[(b * kv_heads + kh) * seq_k + j] || !seen.sees((b, h, i), j));
+                    if blind {
+                        prop_assert_eq!(
+                            bits(clean.slice(s![b, h, i, ..])),
+                            bits(dirty.slice(s![b, h, i, ..])),
+                            "b {} h {} row {}", b, h, i
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sizes from one to far past memory, for the shape properties below.
+fn size() -> impl Strategy<Value = usize> {
+    prop::sample::select(vec![1usize, 3, 4, 1 << 31, 1 << 32, 1 << 40])
+}
+
+/// A huge matrix that costs nothing (one zero, broadcast), if ndarray can describe it.
+fn broadcast_zeros(
+    z: &Array2<f32>,
+    rows: usize,
+    cols: usize,
+) -> Option<ndarray::ArrayView2<'_, f32>> {
+    z.broadcast((rows, cols))
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// `matmul_owned`, `attention_owned` and `pack` with huge and mismatched shapes: an error
+    /// (`ShapeMismatch` for shapes that do not fit together), never a panic or an abort. Shapes
+    /// that fit with an output small enough to compute are left out (they would run).
+    #[test]
+    fn owned_forms_and_pack_with_huge_or_mismatched_shapes_are_errors(
+        (m, k, bk, n) in (size(), size(), size(), size()),
+        fast in any::<bool>(),
+    ) {
+        let z = Array2::<f32>::zeros((1, 1));
+        let (Some(a), Some(b)) = (broadcast_zeros(&z, m, k), broadcast_zeros(&z, bk, n)) else {
+            return Ok(());
+        };
+        let fits = k == bk;
+        // Fitting shapes run only where the output is past anything allocatable (2^61 values).
+        let computable = m.checked_mul(n).is_some_and(|c| c < 1 << 61);
+        let matmul = match (fits && computable, fast) {
+            (true, _) => Ok(()),
+            (false, true) => Session::fast().matmul_owned(&a, &b, &Identity).map(|_| ()),
+            (false, false) => Session::exact().matmul_owned(&a, &b, &Identity).map(|_| ()),
+        };
+        if !fits {
+            prop_assert!(matches!(matmul, Err(Error::ShapeMismatch { .. })), "{:?}", matmul);
+        } else if !computable {
+            prop_assert!(matches!(matmul, Err(Error::InvalidArgument(_))), "{:?}", matmul);
+        }
+        // Attention: q = a ([seq_q, d]), k = b^T-shaped ([bk, n] as [seq_k, d]), v = a.
+        if !(n == k && bk == m) || m.checked_mul(k).is_none_or(|c| c >= 1 << 61) {
+            let out = Session::exact().attention_owned(&a, &b, &a, &AttentionOptions::default());
+            prop_assert!(
+                matches!(out, Err(Error::ShapeMismatch { .. } | Error::InvalidArgument(_))),
+                "{:?}", out.map(|o| o.dim())
+            );
+        }
+        // Pack `a` (`[m, k]`): small sizes pack; 2^62 bytes or more is an error.
+        let values = m.checked_mul(k);
+        if values.is_none_or(|v| v >= 1 << 60) {
+            prop_assert!(matches!(Session::exact().pack(&a), Err(Error::InvalidArgument(_))));
+        } else if values.is_some_and(|v| v <= 16) {
+            prop_assert_eq!(Session::exact().pack(&a).unwrap().dim(), (m, k));
         }
     }
 }

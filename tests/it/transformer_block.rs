@@ -70,7 +70,7 @@ fn fast_and_exact_agree_and_both_are_close_to_f64() {
         &mut Timings::default(),
     )
     .unwrap();
-    let r = forward_f64(&SMALL, &w, &x);
+    let r = forward_f64(&SMALL, &w, &x, &mut |_, _| {});
     // Outputs are O(1) (the residual stream); a block is a few hundred roundings deep in its
     // longest sums (d_ff = 256), each of relative size 2^-24, on values of a few units.
     let bound = 300.0 * 2f64.powi(-24) * 8.0;
@@ -109,4 +109,46 @@ fn the_readme_digest_of_the_default_block_holds_on_every_isa() {
         let y = forward(&s, &c, &w, &x, &mut Timings::default()).unwrap();
         assert_eq!(digest(&y), published, "{isa}");
     }
+}
+
+/// The example's f64 reference takes its attention scores in chunks of rows, so a long
+/// sequence never needs a `seq x seq` matrix: past one chunk (300 tokens) it still agrees with
+/// the exact block, and the example's size estimates stay linear in `seq` (60,000 tokens: well
+/// under the 28.8 GB the whole score matrix took) and say `None` where sizes overflow.
+#[test]
+fn the_reference_runs_in_chunks_and_the_size_estimates_are_checked() {
+    let c = Config {
+        d_model: 32,
+        heads: 2,
+        d_ff: 64,
+        seq: block::REFERENCE_ROWS + 44,
+        batch: 1,
+    };
+    let (w, x) = (Weights::new(&c, 5), input(&c, 5));
+    let e = forward(
+        &Session::<Exact>::new(),
+        &c,
+        &w,
+        &x,
+        &mut Timings::default(),
+    )
+    .unwrap();
+    let mut calls = Vec::new();
+    let r = forward_f64(&c, &w, &x, &mut |done, of| calls.push((done, of)));
+    let (er, _) = abs_diff(&e, &r);
+    assert!(er <= 300.0 * 2f64.powi(-24) * 8.0, "exact-f64 {er:e}");
+    assert_eq!(calls, [(1, 2), (2, 2)]);
+    let long = Config {
+        seq: 60_000,
+        batch: 1,
+        ..Config::GPT2_SMALL
+    };
+    let bytes = long.reference_bytes().unwrap();
+    assert!(bytes < 14_400_000_000, "{bytes}");
+    let huge = Config {
+        seq: usize::MAX / 2,
+        ..Config::GPT2_SMALL
+    };
+    assert_eq!(huge.reference_bytes(), None);
+    assert_eq!(huge.activation_bytes(), None);
 }
