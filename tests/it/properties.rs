@@ -276,7 +276,7 @@ proptest! {
         };
         let (q, k, v) = (t(heads, seq_q), t(kv_heads, seq_k), t(kv_heads, seq_k));
         let full = (batch, heads, seq_q, seq_k);
-        let mut bits_of = |n: usize| (0..n).map(|_| rng.next_u64() % 4 != 0).collect::<Vec<bool>>();
+        let mut bits_of = |n: usize| (0..n).map(|_| !rng.next_u64().is_multiple_of(4)).collect::<Vec<bool>>();
         let keep = Array4::from_shape_vec(full, bits_of(batch * heads * seq_q * seq_k)).unwrap();
         let additive = keep.mapv(|k| if k { 0.25 } else { f32::NEG_INFINITY });
         let padding = Array2::from_shape_vec((batch, seq_k), bits_of(batch * seq_k)).unwrap();
