@@ -1,7 +1,7 @@
 //! Block sizes: the microkernel of each instruction set, the cache blocking of the driver, and
 //! the depth of a K super-block (which is also the layout of a `PackedMatrix`).
 
-use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr14Nv2};
+use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr8Nv3, Mr14Nv2};
 use crate::lanes::Isa;
 
 /// Block sizes for one microkernel shape and lane width.
@@ -70,6 +70,7 @@ pub(crate) fn panel_width(isa: Isa) -> usize {
     let nv = match isa {
         Isa::Avx512 => Mr4Nv6::NV,
         Isa::Avx2 | Isa::Sse2 => Mr6Nv2::NV,
+        Isa::Neon => Mr8Nv3::NV,
         Isa::Scalar => Mr4Nv4::NV,
     };
     nv * isa.width()

@@ -237,13 +237,19 @@ impl<M: Mode> WithLanes for PanelGemv<'_, M> {
     fn run<L: Lanes>(self, l: L) {
         let (w, nr, depth) = (L::WIDTH, self.nr, self.a.len());
         let nv = nr / w;
-        // The panel widths of the microkernels: 2 registers on the vector lanes (and 6 for a
-        // `PackedMatrix` on AVX-512), 4 on the scalar one. (Only those are compiled for each
-        // lane type: `const` conditions prune the others at compile time.)
+        // The panel widths of the microkernels: 2 registers on the x86 vector lanes (and 6 for
+        // a `PackedMatrix` on AVX-512), 3 on NEON, 4 on the scalar one. (Only those are
+        // compiled for each lane type: `const` conditions and the target prune the others at
+        // compile time.)
         match nv {
             6 if const { L::WIDTH == 16 } => {
                 panel_gemv::<L, M, 6>(l, self.a, self.panels, self.c, self.zero)
             }
+            #[cfg(target_arch = "aarch64")]
+            3 if const { L::WIDTH == 4 } => {
+                panel_gemv::<L, M, 3>(l, self.a, self.panels, self.c, self.zero)
+            }
+            #[cfg(target_arch = "x86_64")]
             2 if const { L::WIDTH > 1 } => {
                 panel_gemv::<L, M, 2>(l, self.a, self.panels, self.c, self.zero)
             }

@@ -63,6 +63,10 @@ micro_kernels! {
     Mr6Nv2 = (6, 2);
     /// 4 x 4 one-lane accumulators for scalar code.
     Mr4Nv4 = (4, 4);
+    /// 8 x 3 registers: 24 accumulators, 3 B registers and the 8 values of A (two registers,
+    /// or broadcasts) of NEON's 32 registers. Each B load feeds eight products and each A value
+    /// three; the 4-lane registers make a 12-column panel.
+    Mr8Nv3 = (8, 3);
 }
 
 /// `C[..MR, ..NV*W] = start + sum over k of a[k][i] * b[k][j]`, in increasing `k`.

@@ -60,7 +60,11 @@ use crate::lanes::Supported;
 use crate::mode::{Mode, compiled_once_per_mode};
 use blocking::Blocking;
 use driver::gemm_with;
-use kernel::{Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr14Nv2};
+use kernel::Mr4Nv4;
+#[cfg(target_arch = "aarch64")]
+use kernel::Mr8Nv3;
+#[cfg(target_arch = "x86_64")]
+use kernel::{Mr4Nv6, Mr6Nv2, Mr14Nv2};
 
 pub(crate) use driver::Item;
 pub(crate) use packed::{Operand, operand};
@@ -100,20 +104,30 @@ fn gemm_in_mode<M: Mode>(
     if k > 0 && gemv::applies(&items) {
         return gemv::gemv::<M>(isa, parallel, items, epilogue, batched);
     }
+    // Each architecture compiles only its own kernels; another architecture's instruction sets
+    // are never available, so no `Supported` holds one.
     match isa.isa() {
+        #[cfg(target_arch = "x86_64")]
         Isa::Avx512 if wide_panels_fit(&items) => {
             let blk = Blocking::of::<Mr4Nv6>(width);
             gemm_with::<M, Mr4Nv6>(isa, blk, parallel, items, k, epilogue, batched)
         }
+        #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             let blk = Blocking::of::<Mr14Nv2>(width);
             gemm_with::<M, Mr14Nv2>(isa, blk, parallel, items, k, epilogue, batched)
         }
+        #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Sse2 => {
             let blk = Blocking::of::<Mr6Nv2>(width);
             gemm_with::<M, Mr6Nv2>(isa, blk, parallel, items, k, epilogue, batched)
         }
-        Isa::Scalar => {
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => {
+            let blk = Blocking::of::<Mr8Nv3>(width);
+            gemm_with::<M, Mr8Nv3>(isa, blk, parallel, items, k, epilogue, batched)
+        }
+        _ => {
             let blk = Blocking::of::<Mr4Nv4>(width);
             gemm_with::<M, Mr4Nv4>(isa, blk, parallel, items, k, epilogue, batched)
         }
@@ -125,6 +139,7 @@ fn gemm_in_mode<M: Mode>(
 /// else when at most a sixteenth of the padded width is padding (a 64-wide product would
 /// compute 96 columns with them, a 768-wide one exactly 768). Either kernel gives the same
 /// bits.
+#[cfg(target_arch = "x86_64")]
 fn wide_panels_fit(items: &[Item<'_>]) -> bool {
     let wide = blocking::panel_width(Isa::Avx512);
     let packed = items.iter().any(|it| matches!(it.b, Operand::Packed(_)));

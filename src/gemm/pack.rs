@@ -26,11 +26,12 @@ const PREFETCH_ROW: usize = 64;
 /// copy of the loops with `p` a constant.
 pub(crate) fn pack_panels(src: ArrayView2<'_, f32>, p: usize, dst: &mut [f32]) -> usize {
     match p {
-        // MR of the microkernels (4, 6, 14), then NR (scalar 4, SSE2 8, AVX2 16, AVX-512 32
-        // and 96).
+        // MR of the microkernels (4, 6, 8, 14), then NR (scalar 4, SSE2 8, NEON 12, AVX2 16,
+        // AVX-512 32 and 96).
         4 => pack::<4>(src, dst),
         6 => pack::<6>(src, dst),
         8 => pack::<8>(src, dst),
+        12 => pack::<12>(src, dst),
         14 => pack::<14>(src, dst),
         16 => pack::<16>(src, dst),
         32 => pack::<32>(src, dst),

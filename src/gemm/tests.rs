@@ -8,7 +8,7 @@ use ndarray::{Array2, ArrayRef2, ShapeBuilder, s};
 
 use super::blocking::Blocking;
 use super::driver::{self, Item};
-use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr14Nv2};
+use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr8Nv3, Mr14Nv2};
 use crate::epilogue::TileEpilogue;
 use crate::lanes::Isa;
 use crate::mode::{Exact, Fast, Mode};
@@ -144,6 +144,7 @@ fn every_kernel_every_loop_boundary() {
         every_loop_boundary::<Mr14Nv2>(isa);
         every_loop_boundary::<Mr6Nv2>(isa);
         every_loop_boundary::<Mr4Nv4>(isa);
+        every_loop_boundary::<Mr8Nv3>(isa);
     }
 }
 
@@ -155,7 +156,11 @@ fn production_blocking_fits<K: MicroKernel>(isa: Isa) {
     assert_eq!(blk.mc % blk.mr, 0);
     assert_eq!(blk.nt % blk.nr, 0);
     assert_eq!(blk.kb % blk.kc, 0);
-    let regs = if isa == Isa::Avx512 { 32 } else { 16 };
+    let regs = if matches!(isa, Isa::Avx512 | Isa::Neon) {
+        32
+    } else {
+        16
+    };
     if isa != Isa::Scalar {
         assert!(K::MR * K::NV + K::NV + 1 < regs, "{isa}");
     }
@@ -168,6 +173,7 @@ fn production_blocking_fits_the_register_file() {
     production_blocking_fits::<Mr6Nv2>(Isa::Avx2);
     production_blocking_fits::<Mr6Nv2>(Isa::Sse2);
     production_blocking_fits::<Mr4Nv4>(Isa::Scalar);
+    production_blocking_fits::<Mr8Nv3>(Isa::Neon);
 }
 
 #[test]

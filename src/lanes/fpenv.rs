@@ -17,72 +17,167 @@
 //! exact one. Fast mode does not use the guard: it runs with the caller's MXCSR (FTZ/DAZ or
 //! another rounding mode change its bits, as they change any other fast code's).
 //!
+//! On aarch64 the same holds for FPCR: the rounding mode (RMode, bits 22-23), flush-to-zero
+//! (FZ, bit 24: subnormal inputs and results read and become `0`), and with FEAT_AFP the
+//! alternate handling (AH, bit 1) and flush-inputs-to-zero (FIZ, bit 0). The guard clears them
+//! and the trap enables (bits 8-12 and 15, which most cores do not implement) and keeps every
+//! other bit of the caller's; the exception flags live in another register (FPSR), which the
+//! guard does not touch. Bits 0 and 1 are reserved as zero where FEAT_AFP is absent, so clearing
+//! them is safe everywhere.
+//!
 //! On other targets the guard does nothing (their default environment is the exact one, and
 //! this crate's exact kernels are only promised for it).
 
 /// The exact control bits: every exception masked (bits 7-12), round-to-nearest (bits 13-14
 /// zero), FTZ (bit 15) and DAZ (bit 6) off. The power-on default of every x86-64 thread.
+#[cfg(target_arch = "x86_64")]
 pub const EXACT_MXCSR: u32 = 0x1F80;
 
 /// The six sticky exception flags (bits 0-5), which the guard never clears.
+#[cfg(target_arch = "x86_64")]
 const FLAGS: u32 = 0x3F;
 
-/// The thread's MXCSR register (on other targets: [`EXACT_MXCSR`]).
+/// The FPCR bits exact mode needs clear: FIZ (0), AH (1), the trap enables IOE, DZE, OFE, UFE,
+/// IXE (8-12) and IDE (15), RMode (22-23, round-to-nearest is `0b00`) and FZ (24).
+#[cfg(target_arch = "aarch64")]
+pub const FPCR_NOT_EXACT: u32 = 0x3 | (0x1F << 8) | (1 << 15) | (0x3 << 22) | (1 << 24);
+
+/// The thread's MXCSR register.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub fn mxcsr() -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut v = 0u32;
-        // SAFETY: `stmxcsr` stores the 4-byte MXCSR register at the address of `v`, a local
-        // `u32` that is valid and aligned for the write. SSE is part of x86-64.
-        unsafe {
-            core::arch::asm!(
-                "stmxcsr [{p}]",
-                p = in(reg) &mut v as *mut u32,
-                options(nostack, preserves_flags)
-            );
-        }
-        v
+    let mut v = 0u32;
+    // SAFETY: `stmxcsr` stores the 4-byte MXCSR register at the address of `v`, a local `u32`
+    // that is valid and aligned for the write. SSE is part of x86-64.
+    unsafe {
+        core::arch::asm!(
+            "stmxcsr [{p}]",
+            p = in(reg) &mut v as *mut u32,
+            options(nostack, preserves_flags)
+        );
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        EXACT_MXCSR
-    }
+    v
 }
 
-/// Sets the thread's MXCSR register to `v` (ignored on other targets).
+/// Sets the thread's MXCSR register to `v`.
 ///
 /// Every floating-point operation after this call rounds as `v` says; this is how tests put a
 /// thread into FTZ/DAZ or round-toward-zero. Reserved bits (16-31) are ignored, not written.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub fn set_mxcsr(v: u32) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let v = v & 0xFFFF;
-        // SAFETY: `ldmxcsr` loads MXCSR from the address of `v`, a local `u32` valid for the
-        // read; the reserved bits are cleared above, so the load cannot raise #GP. The asm is
-        // not `pure`: the compiler keeps it in order with the other side effects around it.
-        unsafe {
-            core::arch::asm!(
-                "ldmxcsr [{p}]",
-                p = in(reg) &v as *const u32,
-                options(nostack, preserves_flags, readonly)
-            );
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = v;
+    let v = v & 0xFFFF;
+    // SAFETY: `ldmxcsr` loads MXCSR from the address of `v`, a local `u32` valid for the read;
+    // the reserved bits are cleared above, so the load cannot raise #GP. The asm is not `pure`:
+    // the compiler keeps it in order with the other side effects around it.
+    unsafe {
+        core::arch::asm!(
+            "ldmxcsr [{p}]",
+            p = in(reg) &v as *const u32,
+            options(nostack, preserves_flags, readonly)
+        );
     }
 }
 
-/// While it lives, the thread runs with [`EXACT_MXCSR`]'s control bits; dropped (also on
-/// unwind), it gives the thread back the control bits it had. Made by [`ExactFpEnv::enter`];
-/// cheap when the thread already has the exact environment (one read, no write).
+/// The thread's FPCR register (bits 32-63 are reserved).
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub fn fpcr() -> u32 {
+    let v: u64;
+    // SAFETY: `mrs` reads FPCR, which EL0 may read, into a general register; no memory.
+    unsafe {
+        core::arch::asm!("mrs {v}, fpcr", v = out(reg) v, options(nomem, nostack, preserves_flags));
+    }
+    v as u32
+}
+
+/// Sets the thread's FPCR register to `v`. Bits the CPU does not implement read back as zero.
+///
+/// Every floating-point operation after this call rounds as `v` says; this is how tests put a
+/// thread into flush-to-zero or round-toward-zero.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub fn set_fpcr(v: u32) {
+    // SAFETY: `msr` writes FPCR, which EL0 may write; reserved bits are ignored. The asm is not
+    // `pure` (and touches no memory): the compiler keeps it in order with the other side
+    // effects around it, and the hardware applies it to every later instruction.
+    unsafe {
+        core::arch::asm!("msr fpcr, {v}", v = in(reg) v as u64, options(nomem, nostack, preserves_flags));
+    }
+}
+
+/// The thread's floating-point control register: MXCSR on x86-64, FPCR on aarch64 (`0`
+/// elsewhere, where the guard does nothing).
+#[inline(always)]
+fn control() -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        mxcsr()
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        fpcr()
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        0
+    }
+}
+
+/// Sets the register of [`control`].
+#[inline(always)]
+fn set_control(v: u32) {
+    #[cfg(target_arch = "x86_64")]
+    set_mxcsr(v);
+    #[cfg(target_arch = "aarch64")]
+    set_fpcr(v);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = v;
+}
+
+/// The control register's value for exact mode, from the caller's `v`: on x86-64 the exact
+/// control bits with the caller's flags; on aarch64 the caller's FPCR with the bits of
+/// `FPCR_NOT_EXACT` cleared.
+#[inline(always)]
+fn exact_from(v: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        EXACT_MXCSR | (v & FLAGS)
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        v & !FPCR_NOT_EXACT
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        v
+    }
+}
+
+/// The value that gives the caller back its control register, from the caller's `caller` and
+/// the current `now`: on x86-64 the caller's control bits with every flag raised before or
+/// inside; elsewhere the caller's value (aarch64's flags are in FPSR).
+#[inline(always)]
+fn restored(caller: u32, now: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        (caller & !FLAGS) | (now & FLAGS)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = now;
+        caller
+    }
+}
+
+/// While it lives, the thread runs with exact mode's control bits (`EXACT_MXCSR`'s on x86-64,
+/// FPCR without `FPCR_NOT_EXACT` on aarch64); dropped (also on unwind), it gives the thread
+/// back the control bits it had. Made by [`ExactFpEnv::enter`]; cheap when the thread already
+/// has the exact environment (one read, no write).
 #[must_use = "the environment is restored when the guard is dropped"]
 #[derive(Debug)]
 pub struct ExactFpEnv {
-    /// The caller's MXCSR, if the guard changed it.
+    /// The caller's control register, if the guard changed it.
     saved: Option<u32>,
 }
 
@@ -90,11 +185,12 @@ impl ExactFpEnv {
     /// Enters the exact environment on this thread.
     #[inline(always)]
     pub fn enter() -> ExactFpEnv {
-        let caller = mxcsr();
-        if caller & !FLAGS == EXACT_MXCSR {
+        let caller = control();
+        let exact = exact_from(caller);
+        if exact == caller {
             return ExactFpEnv { saved: None };
         }
-        set_mxcsr(EXACT_MXCSR | (caller & FLAGS));
+        set_control(exact);
         ExactFpEnv {
             saved: Some(caller),
         }
@@ -120,8 +216,7 @@ impl Drop for ExactFpEnv {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some(caller) = self.saved {
-            // The caller's control bits, with every flag raised before or inside.
-            set_mxcsr((caller & !FLAGS) | (mxcsr() & FLAGS));
+            set_control(restored(caller, control()));
         }
     }
 }
@@ -141,7 +236,17 @@ fn fence(x: f32) -> f32 {
         }
         x
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        let mut x = x;
+        // SAFETY: an empty instruction that leaves the register alone; it only orders the value
+        // (it is `volatile`, like the `msr fpcr` of the guard, so the two stay in order).
+        unsafe {
+            core::arch::asm!("/* {x:s} */", x = inout(vreg) x, options(nomem, nostack, preserves_flags));
+        }
+        x
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         x
     }
@@ -160,7 +265,7 @@ pub fn exact_scalar(x: f32, f: impl FnOnce(f32) -> f32) -> f32 {
     y
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
 
@@ -202,6 +307,64 @@ mod tests {
         let tiny = std::hint::black_box(f32::from_bits(0x0080_0000));
         let half = exact_scalar(tiny, |x| x * std::hint::black_box(0.5));
         set_mxcsr(before);
+        assert_eq!(half.to_bits(), 0x0040_0000);
+    }
+}
+
+#[cfg(all(test, target_arch = "aarch64"))]
+mod tests {
+    use super::*;
+
+    /// FZ and round-toward-zero (RMode `0b11`).
+    const FZ_TOWARD_ZERO: u32 = (1 << 24) | (0x3 << 22);
+
+    #[test]
+    fn guard_clears_rounding_and_flushing_and_restores_the_callers_fpcr() {
+        let before = fpcr();
+        // Default NaN (bit 25) is not the guard's: it stays as the caller set it.
+        let odd = before | FZ_TOWARD_ZERO | (1 << 25);
+        set_fpcr(odd);
+        assert_eq!(
+            fpcr() & FZ_TOWARD_ZERO,
+            FZ_TOWARD_ZERO,
+            "FPCR took FZ and RMode"
+        );
+        {
+            let g = ExactFpEnv::enter();
+            assert!(g.changed());
+            assert_eq!(fpcr() & FPCR_NOT_EXACT, 0);
+            assert_eq!(fpcr() & (1 << 25), 1 << 25);
+            // A nested guard sees the exact environment and writes nothing.
+            let inner = ExactFpEnv::enter();
+            assert!(!inner.changed());
+        }
+        assert_eq!(fpcr(), odd);
+        set_fpcr(before);
+    }
+
+    #[test]
+    fn guard_restores_on_unwind() {
+        let before = fpcr();
+        set_fpcr(before | FZ_TOWARD_ZERO);
+        let r = std::panic::catch_unwind(|| {
+            let _g = ExactFpEnv::enter();
+            panic!("inside the guard");
+        });
+        assert!(r.is_err());
+        assert_eq!(fpcr(), before | FZ_TOWARD_ZERO);
+        set_fpcr(before);
+    }
+
+    #[test]
+    fn exact_scalar_keeps_subnormals_under_fz() {
+        let before = fpcr();
+        set_fpcr(before | (1 << 24));
+        let tiny = std::hint::black_box(f32::from_bits(0x0080_0000));
+        let flushed = std::hint::black_box(tiny * std::hint::black_box(0.5));
+        let half = exact_scalar(tiny, |x| x * std::hint::black_box(0.5));
+        set_fpcr(before);
+        // FZ took effect outside the guard, not inside.
+        assert_eq!(flushed.to_bits(), 0);
         assert_eq!(half.to_bits(), 0x0040_0000);
     }
 }

@@ -11,7 +11,8 @@ use crate::error::Error;
 ///
 /// Exact kernels give the same bits on every one of them. `Avx2` means AVX2 + FMA (and POPCNT,
 /// which every AVX2 CPU has); `Avx512` means AVX-512F (with AVX2, FMA and POPCNT, which every
-/// AVX-512 CPU has).
+/// AVX-512 CPU has). `Sse2`, `Avx2` and `Avx512` run on x86-64 only, `Neon` on aarch64 only;
+/// elsewhere they are simply not available.
 ///
 /// ```
 /// use activation_kernels::Isa;
@@ -29,15 +30,19 @@ pub enum Isa {
     Avx2,
     /// 512-bit AVX-512F registers, sixteen lanes.
     Avx512,
+    /// 128-bit NEON (Advanced SIMD) registers with FMA, four lanes. Every aarch64 CPU.
+    Neon,
 }
 
 impl Isa {
     /// The environment variable that forces an instruction set: `scalar`, `sse2`, `avx2`,
-    /// `avx512` (read once per process).
+    /// `avx512`, `neon` (read once per process).
     pub const ENV_VAR: &'static str = "ACTIVATION_KERNELS_ISA";
 
-    /// Every instruction set, narrowest first.
-    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Sse2, Isa::Avx2, Isa::Avx512];
+    /// Every instruction set: scalar, x86-64's narrowest first, then aarch64's. Those of one
+    /// architecture are never available on the other, so the ones a CPU runs are in this list
+    /// narrowest first.
+    pub const ALL: [Isa; 5] = [Isa::Scalar, Isa::Sse2, Isa::Avx2, Isa::Avx512, Isa::Neon];
 
     /// The lowercase name, as `ACTIVATION_KERNELS_ISA` takes it.
     pub fn name(self) -> &'static str {
@@ -46,6 +51,7 @@ impl Isa {
             Isa::Sse2 => "sse2",
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
+            Isa::Neon => "neon",
         }
     }
 
@@ -56,6 +62,7 @@ impl Isa {
             Isa::Sse2 => 4,
             Isa::Avx2 => 8,
             Isa::Avx512 => 16,
+            Isa::Neon => 4,
         }
     }
 
@@ -78,7 +85,9 @@ impl Isa {
                     && std::arch::is_x86_feature_detected!("fma")
                     && std::arch::is_x86_feature_detected!("popcnt")
             }
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[allow(unreachable_patterns)]
             _ => false,
         }
     }
@@ -137,13 +146,18 @@ impl Isa {
         }
     }
 
-    /// Whether this CPU has the FMA3 instruction (fast mode uses a software fma without it).
+    /// Whether this CPU has a fused multiply-add instruction: x86-64's FMA3 (fast mode uses a
+    /// software fma without it), or aarch64's `fmadd`/`fmla`, which every aarch64 CPU has.
     pub fn has_hardware_fma() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
             std::arch::is_x86_feature_detected!("fma")
         }
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        {
+            true
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             false
         }
@@ -213,9 +227,19 @@ impl Supported {
                 // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX-512F,
                 // AVX2, FMA and POPCNT.
                 Isa::Avx512 => unsafe { x86::run_avx512(op) },
+                // Not available on x86-64, so no `Supported` holds it.
+                Isa::Neon => unreachable!("NEON on x86-64"),
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        {
+            match self.0 {
+                // A `Supported` holding NEON exists only after `Isa::supported` confirmed it.
+                Isa::Neon => super::neon::run_neon(op),
+                _ => op.run(Scalar(())),
+            }
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             op.run(Scalar(()))
         }

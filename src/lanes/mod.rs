@@ -1,4 +1,5 @@
-//! Lane types: one trait, [`Lanes`], over `f32` scalar code and the x86-64 vector registers.
+//! Lane types: one trait, [`Lanes`], over `f32` scalar code and the x86-64 and aarch64 vector
+//! registers.
 //!
 //! Every kernel of the crate is written once, generic over `L: Lanes`, as an `#[inline(always)]`
 //! body. [`Supported`] is the proof that the CPU has an instruction set (only [`Isa::supported`]
@@ -12,6 +13,8 @@
 
 mod fpenv;
 mod isa;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod pair;
 mod scalar;
 mod transpose;
@@ -29,18 +32,20 @@ pub const MAX_WIDTH: usize = 16;
 
 /// A set of `f32` lanes and the operations the kernels need on them.
 ///
-/// Implemented by [`Scalar`] (one lane) and, on x86-64, by the 128-bit (`Sse2`), 256-bit
-/// (`Avx2`) and 512-bit (`Avx512`) register types. A value of an implementing type is a
-/// token: proof that the CPU runs the instruction set. Only [`Supported::dispatch`] makes them.
+/// Implemented by [`Scalar`] (one lane), on x86-64 by the 128-bit (`Sse2`), 256-bit
+/// (`Avx2`) and 512-bit (`Avx512`) register types, and on aarch64 by the 128-bit NEON one
+/// (`Neon`). A value of an implementing type is a token: proof that the CPU runs the
+/// instruction set. Only [`Supported::dispatch`] makes them.
 ///
 /// Comparisons are ordered (false when either side is NaN), like Rust's `<`, with the same
 /// results on every lane type. `eq` and `is_nan` are quiet everywhere, and so are AVX2's and
 /// AVX-512's `lt`/`gt`/`ge` (`_CMP_*_OQ`); SSE2 has no quiet ordered less-than, so its
 /// `lt`/`gt`/`ge` are the signalling `cmpltps`/`cmpleps` forms: on a NaN operand they also set
-/// MXCSR's invalid flag. Only the flag differs, never a result, and the crate promises nothing
+/// MXCSR's invalid flag. NEON's `fcmgt`/`fcmge` (its `lt`/`gt`/`ge`) signal too, in FPSR; its
+/// `fcmeq` is quiet. Only the flag differs, never a result, and the crate promises nothing
 /// about the flags (its kernels raise invalid, overflow and inexact on lanes they discard, such
 /// as `inf - inf` before a select). No exception traps in exact mode: its environment
-/// ([`ExactFpEnv`]) masks them all. Fast mode runs with the caller's MXCSR: a caller that
+/// ([`ExactFpEnv`]) masks them all. Fast mode runs with the caller's MXCSR (FPCR): a caller that
 /// unmasks floating-point exceptions must expect traps from fast kernels on any instruction set.
 /// Integer arithmetic wraps. `select(m, a, b)` is `m ? a : b` lane by lane.
 pub trait Lanes: Copy + Send + Sync + 'static {

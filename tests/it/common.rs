@@ -237,8 +237,9 @@ pub fn extensive() -> bool {
     std::env::var("AK_EXTENSIVE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The thread's MXCSR register (x86-64; `0x1F80`, the default, elsewhere).
-pub fn mxcsr() -> u32 {
+/// The thread's floating-point control register: MXCSR on x86-64, FPCR on aarch64 ([`FP_DEFAULT`]
+/// elsewhere).
+pub fn fp_control() -> u32 {
     #[cfg(target_arch = "x86_64")]
     {
         let mut v = 0u32;
@@ -248,14 +249,24 @@ pub fn mxcsr() -> u32 {
         }
         v
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
     {
-        0x1F80
+        let v: u64;
+        // SAFETY: `mrs` reads FPCR into a general register; EL0 may read it.
+        unsafe {
+            std::arch::asm!("mrs {v}, fpcr", v = out(reg) v, options(nomem, nostack));
+        }
+        v as u32
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        FP_DEFAULT
     }
 }
 
-/// Sets the thread's MXCSR register (x86-64; nothing elsewhere).
-pub fn set_mxcsr(v: u32) {
+/// Sets the thread's floating-point control register (MXCSR on x86-64, FPCR on aarch64;
+/// nothing elsewhere).
+pub fn set_fp_control(v: u32) {
     #[cfg(target_arch = "x86_64")]
     {
         let v = v & 0xFFFF;
@@ -265,30 +276,61 @@ pub fn set_mxcsr(v: u32) {
             std::arch::asm!("ldmxcsr [{p}]", p = in(reg) &v as *const u32, options(nostack, readonly));
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        // SAFETY: `msr` writes FPCR; EL0 may write it, and reserved bits are ignored.
+        unsafe {
+            std::arch::asm!("msr fpcr, {v}", v = in(reg) v as u64, options(nomem, nostack));
+        }
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let _ = v;
     }
 }
 
-/// The default MXCSR: every exception masked, round to nearest, FTZ and DAZ off.
-pub const MXCSR_DEFAULT: u32 = 0x1F80;
-/// Flush-to-zero and denormals-are-zero on (what `-Ofast` and `set_flush_denormal` set).
-pub const MXCSR_FTZ_DAZ: u32 = MXCSR_DEFAULT | 0x8040;
-/// Round toward zero.
-pub const MXCSR_TOWARD_ZERO: u32 = MXCSR_DEFAULT | 0x6000;
+/// The control bits of the register of [`fp_control`]: on x86-64 without MXCSR's six sticky
+/// exception flags (bits 0-5); FPCR holds no flags (they are in FPSR).
+pub fn control_bits(v: u32) -> u32 {
+    if cfg!(target_arch = "x86_64") {
+        v & !0x3F
+    } else {
+        v
+    }
+}
 
-/// Runs `f` with the thread's MXCSR set to `v`, then restores the previous value (also when
-/// `f` panics).
-pub fn with_mxcsr<R>(v: u32, f: impl FnOnce() -> R) -> R {
+/// The default control register: on x86-64 every exception masked, round to nearest, FTZ and
+/// DAZ off; FPCR all zeros (round to nearest, no flushing) on aarch64 Linux.
+pub const FP_DEFAULT: u32 = if cfg!(target_arch = "x86_64") {
+    0x1F80
+} else {
+    0
+};
+/// Flush-to-zero: x86-64's FTZ and DAZ (what `-Ofast` and `set_flush_denormal` set), aarch64's
+/// FZ (bit 24, which flushes subnormal inputs and results).
+pub const FP_FLUSH_TO_ZERO: u32 = if cfg!(target_arch = "x86_64") {
+    FP_DEFAULT | 0x8040
+} else {
+    FP_DEFAULT | (1 << 24)
+};
+/// Round toward zero (MXCSR's RC, bits 13-14; FPCR's RMode, bits 22-23).
+pub const FP_TOWARD_ZERO: u32 = if cfg!(target_arch = "x86_64") {
+    FP_DEFAULT | 0x6000
+} else {
+    FP_DEFAULT | (0x3 << 22)
+};
+
+/// Runs `f` with the thread's control register set to `v`, then restores the previous value
+/// (also when `f` panics).
+pub fn with_fp_control<R>(v: u32, f: impl FnOnce() -> R) -> R {
     struct Restore(u32);
     impl Drop for Restore {
         fn drop(&mut self) {
-            set_mxcsr(self.0);
+            set_fp_control(self.0);
         }
     }
-    let _restore = Restore(mxcsr());
-    set_mxcsr(v);
+    let _restore = Restore(fp_control());
+    set_fp_control(v);
     f()
 }
 

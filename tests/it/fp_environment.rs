@@ -1,16 +1,12 @@
-//! Exact mode whatever the floating-point environment: with flush-to-zero and
-//! denormals-are-zero, or round-toward-zero, set on the calling thread and on every worker of
-//! the pool, the exact results are the golden ones and the caller's MXCSR comes back intact.
+//! Exact mode whatever the floating-point environment: with flush-to-zero (x86-64's FTZ and
+//! DAZ, aarch64's FZ), or round-toward-zero, set on the calling thread and on every worker of
+//! the pool, the exact results are the golden ones and the caller's control register (MXCSR,
+//! FPCR) comes back intact.
 
 use crate::common::*;
 use activation_kernels::epilogue::{Bias, Residual, Scale, TileEpilogue};
 use activation_kernels::{AttentionOptions, Exact, Isa, Session, exact};
 use ndarray::{Array1, Array2, Array4, Axis};
-
-/// The control bits of MXCSR (the six exception flags are sticky and left out).
-fn control(v: u32) -> u32 {
-    v & !0x3F
-}
 
 /// The inputs of [`outputs`], made once under the default environment.
 struct Inputs {
@@ -100,51 +96,56 @@ fn outputs(s: &Session<Exact>, x: &Inputs) -> Vec<(&'static str, Vec<u32>)> {
 #[test]
 fn exact_exp_keeps_its_subnormals_under_flush_to_zero() {
     let x = std::hint::black_box(-100.0f32);
-    let y = with_mxcsr(MXCSR_FTZ_DAZ, || exact::exp(x));
+    let y = with_fp_control(FP_FLUSH_TO_ZERO, || exact::exp(x));
     assert_eq!(y.to_bits(), 0x0000_001B);
-    let y = with_mxcsr(MXCSR_FTZ_DAZ, || exact::log(std::hint::black_box(1e-40)));
+    let y = with_fp_control(FP_FLUSH_TO_ZERO, || exact::log(std::hint::black_box(1e-40)));
     assert_eq!(y.to_bits(), exact::log(1e-40).to_bits());
     assert!(y.is_finite());
 }
 
 #[test]
 fn golden_vectors_hold_under_ftz_daz_and_round_toward_zero_on_every_isa() {
-    for env in [MXCSR_FTZ_DAZ, MXCSR_TOWARD_ZERO] {
+    for env in [FP_FLUSH_TO_ZERO, FP_TOWARD_ZERO] {
         for func in golden_funcs() {
             let pairs = vectors(func.name());
             let x: Vec<f32> = pairs.iter().map(|p| f32::from_bits(p.0)).collect();
             let want: Vec<u32> = pairs.iter().map(|p| p.1).collect();
             for isa in Isa::available() {
                 let mut y = vec![0f32; x.len()];
-                with_mxcsr(env, || exact::map(func, isa, &x, &mut y).unwrap());
+                with_fp_control(env, || exact::map(func, isa, &x, &mut y).unwrap());
                 let bad = (0..x.len()).find(|&i| y[i].to_bits() != want[i]);
-                assert_eq!(bad, None, "{func} on {isa}, MXCSR {env:#06x}");
-                assert_eq!(control(mxcsr()), MXCSR_DEFAULT);
+                assert_eq!(bad, None, "{func} on {isa}, control register {env:#010x}");
+                assert_eq!(control_bits(fp_control()), FP_DEFAULT);
             }
             let f = scalar_fn(func);
-            let scalar: Vec<u32> = with_mxcsr(env, || x.iter().map(|&v| f(v).to_bits()).collect());
+            let scalar: Vec<u32> =
+                with_fp_control(env, || x.iter().map(|&v| f(v).to_bits()).collect());
             let bad = (0..x.len()).find(|&i| scalar[i] != want[i]);
-            assert_eq!(bad, None, "scalar {func}, MXCSR {env:#06x}");
+            assert_eq!(bad, None, "scalar {func}, control register {env:#010x}");
         }
     }
 }
 
 #[test]
-fn operator_outputs_do_not_depend_on_the_callers_or_the_workers_mxcsr() {
+fn operator_outputs_do_not_depend_on_the_callers_or_the_workers_fp_control_register() {
     let x = inputs();
     for isa in Isa::available() {
         let want = outputs(&pinned_session::<Exact>(isa, 1), &x);
-        for env in [MXCSR_FTZ_DAZ, MXCSR_TOWARD_ZERO] {
+        for env in [FP_FLUSH_TO_ZERO, FP_TOWARD_ZERO] {
             // The calling thread, and a session pool whose workers inherit it.
-            let (got, after) = with_mxcsr(env, || {
+            let (got, after) = with_fp_control(env, || {
                 let s = pinned_session::<Exact>(isa, 2);
-                (outputs(&s, &x), mxcsr())
+                (outputs(&s, &x), fp_control())
             });
-            assert_eq!(control(after), env, "the caller's MXCSR is restored");
+            assert_eq!(
+                control_bits(after),
+                env,
+                "the caller's control register is restored"
+            );
             // A caller's pool whose workers set it themselves, run from a default thread.
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(2)
-                .start_handler(move |_| set_mxcsr(env))
+                .start_handler(move |_| set_fp_control(env))
                 .build()
                 .unwrap();
             let s = Session::exact()
@@ -153,17 +154,21 @@ fn operator_outputs_do_not_depend_on_the_callers_or_the_workers_mxcsr() {
                 .with_parallel_threshold(0);
             let (in_pool, workers) = pool.install(|| {
                 let out = outputs(&s, &x);
-                let workers = pool.broadcast(|_| control(mxcsr()));
+                let workers = pool.broadcast(|_| control_bits(fp_control()));
                 (out, workers)
             });
             assert!(workers.iter().all(|&w| w == env), "{workers:x?}");
             for ((name, w), (g, p)) in want.iter().zip(got.iter().zip(&in_pool)) {
                 let diff = |o: &[u32]| (0..w.len()).find(|&i| o[i] != w[i]);
-                assert_eq!(diff(&g.1), None, "{name} on {isa}, caller MXCSR {env:#06x}");
+                assert_eq!(
+                    diff(&g.1),
+                    None,
+                    "{name} on {isa}, caller control register {env:#010x}"
+                );
                 assert_eq!(
                     diff(&p.1),
                     None,
-                    "{name} on {isa}, workers' MXCSR {env:#06x}"
+                    "{name} on {isa}, workers' control register {env:#010x}"
                 );
             }
         }
@@ -179,7 +184,7 @@ fn epilogues_called_by_a_users_gemm_round_to_nearest_and_keep_subnormals() {
         .then(Scale(0.3))
         .apply(&mut want, 0, 0);
     let mut got = tile.clone();
-    with_mxcsr(MXCSR_FTZ_DAZ | 0x6000, || {
+    with_fp_control(FP_FLUSH_TO_ZERO | FP_TOWARD_ZERO, || {
         Bias::per_column(&bias[..])
             .then(Scale(0.3))
             .apply(&mut got, 0, 0)
