@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 /// SHA-256 of every function's outputs over every 4099th bit pattern, per mode and ISA.
 #[derive(Parser)]
 struct Args {
-    /// Only these instruction sets (comma-separated: scalar, sse2, avx2, avx512); default:
+    /// Only these instruction sets (comma-separated: scalar, sse2, avx2, avx512, neon); default:
     /// every one this CPU runs.
     #[arg(long, value_delimiter = ',')]
     isa: Vec<Isa>,

@@ -19,8 +19,8 @@
  *     reference (a teaching kernel and differential oracle).
  *   ak_*: the crate's exact kernels. Their bits are fixed by the crate's spec and are the same
  *     on every machine and instruction set. The array forms run on the instruction set that
- *     ACTIVATION_KERNELS_ISA (scalar, sse2, avx2, avx512) forces, or, if it is unset or names
- *     one this CPU lacks, on the widest one the CPU has; read once per process.
+ *     ACTIVATION_KERNELS_ISA (scalar, sse2, avx2, avx512, neon) forces, or, if it is unset or
+ *     names one this CPU lacks, on the widest one the CPU has; read once per process.
  *
  * Arrays. Every array function computes y[i] = f(x[i]) for 0 <= i < n, and:
  *   - n <= 0: reads and writes nothing (x and y may then be NULL);

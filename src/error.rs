@@ -14,7 +14,7 @@ pub enum Error {
         isa: Isa,
     },
     /// A name that is not an instruction set (in `ACTIVATION_KERNELS_ISA` or a parse).
-    #[error("unknown instruction set {name:?} (expected scalar, sse2, avx2 or avx512)")]
+    #[error("unknown instruction set {name:?} (expected scalar, sse2, avx2, avx512 or neon)")]
     UnknownIsa {
         /// The name given.
         name: String,

@@ -47,7 +47,7 @@ struct Args {
     /// Which modes to run.
     #[arg(long, value_enum, default_value_t = Modes::Both)]
     mode: Modes,
-    /// Instruction set: scalar, sse2, avx2 or avx512 (default: the best available).
+    /// Instruction set: scalar, sse2, avx2, avx512 or neon (default: the best available).
     #[arg(long)]
     isa: Option<Isa>,
     /// Threads of the session (default: rayon's global pool).

@@ -9,6 +9,12 @@
 //!
 //! It needs no feature, so a plain `cargo test` runs it. The C compiler is `$CC`, else `cc`;
 //! without one the test fails (it does not skip).
+//!
+//! Cross-built and run under an emulator (`tools/cross-aarch64.sh`), `$CC` is the cross
+//! compiler and two more variables say what a test cannot know of itself: `AK_CAPI_TARGET`,
+//! the target triple the test was built for (the library is built for it too), and
+//! `AK_CAPI_RUNNER`, the command that runs the C program (the emulator and its arguments,
+//! separated by spaces).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -45,7 +51,18 @@ fn static_lib() -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("the test binary lives in <target>/<profile>/deps");
-    let target_dir = profile_dir.parent().expect("<target>/<profile>");
+    // Cross-built, the profile directory is `<target>/<triple>/<profile>`.
+    let triple = std::env::var("AK_CAPI_TARGET").ok();
+    let mut target_dir = profile_dir.parent().expect("<target>/<profile>");
+    if let Some(triple) = &triple {
+        assert_eq!(
+            target_dir.file_name().and_then(|n| n.to_str()),
+            Some(triple.as_str()),
+            "AK_CAPI_TARGET names another target than this test's: {}",
+            exe.display()
+        );
+        target_dir = target_dir.parent().expect("<target>/<triple>/<profile>");
+    }
     let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") => "dev",
         Some(name) => name,
@@ -59,7 +76,8 @@ fn static_lib() -> PathBuf {
             .arg("build")
             .arg("--manifest-path")
             .arg(manifest_dir.join("Cargo.toml"))
-            .args(["--profile", profile, "--example", "capi_static"]),
+            .args(["--profile", profile, "--example", "capi_static"])
+            .args(triple.iter().flat_map(|t| ["--target", t])),
         "building the C library",
     );
     assert!(
@@ -115,7 +133,17 @@ fn c_test_program_passes_under_address_and_undefined_sanitizers() {
         text(&out.stderr)
     );
 
-    let out = run(&mut Command::new(&exe), "running the C test");
+    let runner = std::env::var("AK_CAPI_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut c_test = match words.next() {
+        Some(emulator) => {
+            let mut c = Command::new(emulator);
+            c.args(words).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    let out = run(&mut c_test, "running the C test");
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(
         out.status.success(),
