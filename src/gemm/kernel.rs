@@ -63,10 +63,17 @@ micro_kernels! {
     Mr6Nv2 = (6, 2);
     /// 4 x 4 one-lane accumulators for scalar code.
     Mr4Nv4 = (4, 4);
-    /// 8 x 3 registers: 24 accumulators, 3 B registers and the 8 values of A (two registers,
-    /// or broadcasts) of NEON's 32 registers. Each B load feeds eight products and each A value
-    /// three; the 4-lane registers make a 12-column panel.
+    /// 8 x 3 registers: 24 accumulators, 3 B registers and the values of A (multiplied by
+    /// element, `fmla v, v, v.s[i]`) of NEON's 32 registers, for fast mode: each B load feeds
+    /// eight fused multiply-adds and each A value three. The 4-lane registers make a 12-column
+    /// panel.
     Mr8Nv3 = (8, 3);
+    /// 6 x 3 registers for NEON's exact mode: the 12-column panels of [`Mr8Nv3`], but each
+    /// step's products need registers of their own beside the accumulators (the multiply and
+    /// the add are separate), and with 24 accumulators the compiler spilled them to the stack
+    /// inside the loop; 18 leave room.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    Mr6Nv3 = (6, 3);
 }
 
 /// `C[..MR, ..NV*W] = start + sum over k of a[k][i] * b[k][j]`, in increasing `k`.

@@ -62,7 +62,7 @@ use blocking::Blocking;
 use driver::gemm_with;
 use kernel::Mr4Nv4;
 #[cfg(target_arch = "aarch64")]
-use kernel::Mr8Nv3;
+use kernel::{Mr6Nv3, Mr8Nv3};
 #[cfg(target_arch = "x86_64")]
 use kernel::{Mr4Nv6, Mr6Nv2, Mr14Nv2};
 
@@ -121,6 +121,11 @@ fn gemm_in_mode<M: Mode>(
         Isa::Avx2 | Isa::Sse2 => {
             let blk = Blocking::of::<Mr6Nv2>(width);
             gemm_with::<M, Mr6Nv2>(isa, blk, parallel, items, k, epilogue, batched)
+        }
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon if !M::FAST => {
+            let blk = Blocking::of::<Mr6Nv3>(width);
+            gemm_with::<M, Mr6Nv3>(isa, blk, parallel, items, k, epilogue, batched)
         }
         #[cfg(target_arch = "aarch64")]
         Isa::Neon => {

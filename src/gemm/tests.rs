@@ -8,7 +8,7 @@ use ndarray::{Array2, ArrayRef2, ShapeBuilder, s};
 
 use super::blocking::Blocking;
 use super::driver::{self, Item};
-use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr8Nv3, Mr14Nv2};
+use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr6Nv3, Mr8Nv3, Mr14Nv2};
 use crate::epilogue::TileEpilogue;
 use crate::lanes::Isa;
 use crate::mode::{Exact, Fast, Mode};
@@ -145,6 +145,7 @@ fn every_kernel_every_loop_boundary() {
         every_loop_boundary::<Mr6Nv2>(isa);
         every_loop_boundary::<Mr4Nv4>(isa);
         every_loop_boundary::<Mr8Nv3>(isa);
+        every_loop_boundary::<Mr6Nv3>(isa);
     }
 }
 
@@ -174,6 +175,7 @@ fn production_blocking_fits_the_register_file() {
     production_blocking_fits::<Mr6Nv2>(Isa::Sse2);
     production_blocking_fits::<Mr4Nv4>(Isa::Scalar);
     production_blocking_fits::<Mr8Nv3>(Isa::Neon);
+    production_blocking_fits::<Mr6Nv3>(Isa::Neon);
 }
 
 #[test]
