@@ -61,10 +61,10 @@ use crate::mode::{Mode, compiled_once_per_mode};
 use blocking::Blocking;
 use driver::gemm_with;
 use kernel::Mr4Nv4;
-#[cfg(target_arch = "aarch64")]
-use kernel::{Mr6Nv3, Mr8Nv3};
 #[cfg(target_arch = "x86_64")]
 use kernel::{Mr4Nv6, Mr6Nv2, Mr14Nv2};
+#[cfg(target_arch = "aarch64")]
+use kernel::{Mr6Nv3, Mr8Nv3};
 
 pub(crate) use driver::Item;
 pub(crate) use packed::{Operand, operand};
