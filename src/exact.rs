@@ -42,8 +42,6 @@ scalar_fns! { Exact;
     log => ops::log::log;
     /// `1/(1 + e^-x)`. 2.5 ulp.
     sigmoid => ops::sigmoid::sigmoid;
-    /// Hyperbolic tangent, `tanh(-0) = -0`. 1.5 ulp.
-    tanh => ops::tanh::tanh;
     /// Error function, `erf(+-inf) = +-1`. 3.0 ulp.
     erf => ops::erf::erf;
     /// `1 + erf(x)`, with no cancellation for negative `x`.
@@ -57,13 +55,19 @@ scalar_fns! { Exact;
     silu => ops::silu::silu;
 }
 
+/// Hyperbolic tangent, `tanh(-0) = -0`. 1.5 ulp.
+#[inline]
+pub fn tanh(x: f32) -> f32 {
+    crate::lanes::exact_scalar(x, |x| ops::tanh::tanh(Scalar::new(), x))
+}
+
 /// `dst[i] = func(src[i])` in exact mode on `isa`, bit for bit the scalar function.
 ///
 /// Errors: [`Error::LengthMismatch`] if the lengths differ, [`Error::IsaUnavailable`] if this
 /// CPU lacks `isa`.
 pub fn map(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Error> {
     crate::error::same_length(src.len(), dst.len())?;
-    ops::map::map_slice::<Exact>(func, isa.supported()?, src, dst);
+    ops::func::map_slice::<Exact>(func, isa.supported()?, src, dst);
     Ok(())
 }
 
@@ -71,6 +75,6 @@ pub fn map(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Err
 ///
 /// Errors: [`Error::IsaUnavailable`] if this CPU lacks `isa`.
 pub fn map_in_place(func: Func, isa: Isa, data: &mut [f32]) -> Result<(), Error> {
-    ops::map::map_slice_in_place::<Exact>(func, isa.supported()?, data);
+    ops::func::map_slice_in_place::<Exact>(func, isa.supported()?, data);
     Ok(())
 }

@@ -84,7 +84,7 @@ pub fn gelu_erf(x: f32) -> f32 {
 /// CPU lacks `isa`.
 pub fn map(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Error> {
     crate::error::same_length(src.len(), dst.len())?;
-    ops::map::map_slice::<Fast>(func, isa.supported()?, src, dst);
+    ops::func::map_slice::<Fast>(func, isa.supported()?, src, dst);
     Ok(())
 }
 
@@ -92,6 +92,6 @@ pub fn map(func: Func, isa: Isa, src: &[f32], dst: &mut [f32]) -> Result<(), Err
 ///
 /// Errors: [`Error::IsaUnavailable`] if this CPU lacks `isa`.
 pub fn map_in_place(func: Func, isa: Isa, data: &mut [f32]) -> Result<(), Error> {
-    ops::map::map_slice_in_place::<Fast>(func, isa.supported()?, data);
+    ops::func::map_slice_in_place::<Fast>(func, isa.supported()?, data);
     Ok(())
 }

@@ -16,14 +16,13 @@
 
 // The layers, bottom up: each group imports only the groups above it.
 //
-// Known to every layer: the error, the modes, the element types.
+// Known to every layer: the error, the element types.
 mod element;
 mod error;
-mod mode;
-// Lane types, instruction-set detection and dispatch.
+// Lane types, the modes, instruction-set detection and dispatch (`lanes::LaneOp`).
 mod lanes;
 // The kernels over lanes: rows and slices of f32, no tensors. Their entry points (and the
-// GEMM's) are compiled once per mode in this crate (`mode::compiled_once_per_mode!`), not
+// GEMM's) are compiled once per mode in this crate (`lanes::compiled_once_per_mode!`), not
 // again in every crate that calls a mode-generic operator.
 mod ops;
 // One row of a tensor brought to an f32 kernel.
@@ -43,7 +42,7 @@ pub use element::Element;
 pub use error::Error;
 pub use gemm::{PackedMatrix, Rhs};
 pub use lanes::Isa;
-pub use mode::{Exact, Fast, Mode};
+pub use lanes::{Exact, Fast, Mode};
 pub use ops::exp::taylor;
 pub use ops::func::Func;
 pub use ops::softmax::MaskedRow;

@@ -12,15 +12,9 @@ use ndarray::{ArrayRef2, Axis};
 
 use super::{Bias, TileEpilogue};
 use crate::error::Error;
-use crate::lanes::ExactFpEnv;
-use crate::lanes::Isa;
-use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::{Mode, compiled_once_per_mode};
-use crate::ops::Kernel;
-use crate::ops::func::Func;
-use crate::ops::func::KernelVisitor;
-use crate::ops::map::map_slice_in_place;
-use crate::rows::with_row_mut;
+use crate::lanes::{Isa, LaneOp, Lanes, Mode, Supported, compiled_once_per_mode};
+use crate::ops::func::{Func, KernelVisitor};
+use crate::ops::{Kernel, SrcDst};
 
 /// Applies an element-wise function of the crate to every element, in mode `M` on one
 /// instruction set: exactly what [`Session::apply`](crate::Session::apply) does to the finished
@@ -73,64 +67,8 @@ impl<M: Mode> Activation<M> {
 
     /// Runs the kernel over `tile`, optionally adding `bias` to each row first, in one dispatch.
     fn run(&self, tile: &mut ArrayRef2<f32>, bias: Option<(&Bias<'_>, usize, usize)>) {
-        activation_tile::<M>(self.func, self.isa, tile, bias)
-    }
-}
-
-compiled_once_per_mode! {
-    /// The kernel of `func` in mode `M` over every row of `tile` (after the bias, if any), in
-    /// one dispatch.
-    fn activation_tile(
-        func: Func,
-        isa: Supported,
-        tile: &mut ArrayRef2<f32>,
-        bias: Option<(&Bias<'_>, usize, usize)>,
-    ) = activation_tile_in_mode;
-}
-
-fn activation_tile_in_mode<M: Mode>(
-    func: Func,
-    isa: Supported,
-    tile: &mut ArrayRef2<f32>,
-    bias: Option<(&Bias<'_>, usize, usize)>,
-) {
-    // With a bias, row by row (the bias is per row or per column); without, along the axis of
-    // smallest stride: rows of a C-order tile, columns of an F-order one.
-    let axis =
-        if bias.is_some() || tile.strides()[1].unsigned_abs() <= tile.strides()[0].unsigned_abs() {
-            Axis(1)
-        } else {
-            Axis(0)
-        };
-    let lanes: Option<Vec<&mut [f32]>> = if bias.is_none()
-        && let Some(all) = tile.as_slice_memory_order_mut()
-    {
-        Some(vec![all])
-    } else if tile.len_of(axis) <= 1 || tile.stride_of(axis) == 1 {
-        tile.lanes_mut(axis)
-            .into_iter()
-            .map(|lane| lane.into_slice())
-            .collect()
-    } else {
-        None
-    };
-    match lanes {
-        // Contiguous lanes (every tile of this crate's GEMM): one dispatch for the tile.
-        Some(lanes) => func.visit::<M, _>(TileVisitor { isa, lanes, bias }),
-        // Strided lanes (a tile a user's GEMM passes): each through a row buffer and the slice
-        // kernel, one dispatch per lane. Kept out of the dispatch, so the kernels are not
-        // compiled once more inside the buffer's closure.
-        None => {
-            let _env = ExactFpEnv::enter_if(!M::FAST);
-            for (i, lane) in tile.lanes_mut(axis).into_iter().enumerate() {
-                with_row_mut(lane, |data| {
-                    if let Some((bias, row0, col0)) = bias {
-                        bias.add_row(data, i, row0, col0);
-                    }
-                    map_slice_in_place::<M>(func, isa, data);
-                });
-            }
-        }
+        let func = self.func;
+        ActivationTile { func, tile, bias }.dispatch::<M>(self.isa)
     }
 }
 
@@ -180,42 +118,70 @@ impl<M: Mode> TileEpilogue for BiasActivation<'_, M> {
     }
 }
 
-struct TileVisitor<'t, 'b> {
-    isa: Supported,
-    lanes: Vec<&'t mut [f32]>,
-    bias: Option<(&'b Bias<'b>, usize, usize)>,
+/// The kernel of `func` over every row of `tile` (after the bias, if any), in one dispatch.
+struct ActivationTile<'a> {
+    func: Func,
+    tile: &'a mut ArrayRef2<f32>,
+    bias: Option<(&'a Bias<'a>, usize, usize)>,
 }
 
-impl KernelVisitor for TileVisitor<'_, '_> {
+impl LaneOp for ActivationTile<'_> {
     type Output = ();
-    fn visit<K: Kernel>(self) {
-        self.isa.dispatch(ActivationRows::<K> {
-            lanes: self.lanes,
-            bias: self.bias,
-            kernel: PhantomData,
-        })
+    #[inline(always)]
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        let (tile, bias) = (self.tile, self.bias);
+        self.func.visit::<M, _>(TileLanes { l, tile, bias })
     }
 }
 
-/// The kernel `K` over contiguous lanes of a tile (the rows, after the bias, if any), inside
-/// the dispatch.
-struct ActivationRows<'t, 'b, K> {
-    lanes: Vec<&'t mut [f32]>,
-    bias: Option<(&'b Bias<'b>, usize, usize)>,
-    kernel: PhantomData<K>,
+compiled_once_per_mode!(ActivationTile<'_>);
+
+/// The kernel `K` over the lanes of a tile (the rows, after the bias, if any).
+struct TileLanes<'a, L> {
+    l: L,
+    tile: &'a mut ArrayRef2<f32>,
+    bias: Option<(&'a Bias<'a>, usize, usize)>,
 }
 
-impl<K: Kernel> WithLanes for ActivationRows<'_, '_, K> {
+impl<L: Lanes> KernelVisitor for TileLanes<'_, L> {
     type Output = ();
-    const USES_FMA: bool = K::USES_FMA;
-
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
-        for (i, data) in self.lanes.into_iter().enumerate() {
-            if let Some((bias, row0, col0)) = self.bias {
+    fn visit<K: Kernel>(self) {
+        let TileLanes { l, tile, bias } = self;
+        if bias.is_none()
+            && let Some(all) = tile.as_slice_memory_order_mut()
+        {
+            // Contiguous (every tile of this crate's GEMM without a bias): one slice.
+            return K::map(l, SrcDst::in_place(all));
+        }
+        // With a bias, row by row (the bias is per row or per column); without, along the
+        // axis of smallest stride: rows of a C-order tile, columns of an F-order one.
+        let axis = if bias.is_some()
+            || tile.strides()[1].unsigned_abs() <= tile.strides()[0].unsigned_abs()
+        {
+            Axis(1)
+        } else {
+            Axis(0)
+        };
+        // A strided lane (a tile a user's GEMM passes) goes through a buffer and back; the
+        // kernel has one call site either way.
+        let mut buffer = Vec::new();
+        for (i, mut lane) in tile.lanes_mut(axis).into_iter().enumerate() {
+            let data = match lane.as_slice_mut() {
+                Some(data) => data,
+                None => {
+                    buffer.clear();
+                    buffer.extend(lane.iter().copied());
+                    &mut buffer[..]
+                }
+            };
+            if let Some((bias, row0, col0)) = bias {
                 bias.add_row(data, i, row0, col0);
             }
-            K::map(l, None, data);
+            K::map(l, SrcDst::in_place(data));
+            if lane.as_slice().is_none() {
+                lane.iter_mut().zip(&buffer).for_each(|(x, &v)| *x = v);
+            }
         }
     }
 }

@@ -27,8 +27,7 @@ pub use bias::Bias;
 pub use residual::{Residual, Scale};
 
 use crate::error::Error;
-use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::Mode;
+use crate::lanes::{LaneOp, Lanes, Mode, Supported};
 use crate::ops::CANONICAL_NAN;
 use crate::ops::nan::canonical_nan_lanes;
 use crate::rows::with_row_mut;
@@ -217,7 +216,7 @@ fn for_each_row(tile: &mut ArrayRef2<f32>, mut f: impl FnMut(usize, &mut [f32]))
 /// GEMM driver makes for the canonical NaN of every matrix product, epilogues included.
 pub(crate) fn canonical_nan_tile<M: Mode>(isa: Supported, tile: &mut ArrayRef2<f32>) {
     if !M::FAST {
-        isa.dispatch(CanonicalNanTile { tile });
+        isa.dispatch::<M, _>(CanonicalNanTile { tile });
     }
 }
 
@@ -226,18 +225,15 @@ struct CanonicalNanTile<'t> {
     tile: &'t mut ArrayRef2<f32>,
 }
 
-impl WithLanes for CanonicalNanTile<'_> {
+impl LaneOp for CanonicalNanTile<'_> {
     type Output = ();
-    const USES_FMA: bool = false;
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
         if let Some(all) = self.tile.as_slice_memory_order_mut() {
             return canonical_nan_lanes(l, all);
         }
-        // Row by row, without a closure: a closure handed to a helper outside this dispatched
-        // function is compiled without its instruction set, and every intrinsic in it becomes
-        // a call (a measurable share of exact attention). A strided row (no slice) takes
-        // the same replacement one value at a time.
+        // Row by row (see `LaneOp` on closures). A strided row (no slice) takes the same
+        // replacement one value at a time.
         for mut row in self.tile.rows_mut() {
             match row.as_slice_mut() {
                 Some(r) => canonical_nan_lanes(l, r),

@@ -44,8 +44,8 @@ use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
+use crate::lanes::Mode;
 use crate::lanes::Supported;
-use crate::mode::Mode;
 
 /// Extra columns in a tile buffer's row stride, so that the rows of a microtile do not all map
 /// to the same cache sets.
@@ -343,7 +343,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
         cbuf.fill(0.0);
     }
     if pass.depth > 0 {
-        pass.isa.dispatch(TileProduct::<M, K> {
+        pass.isa.dispatch::<M, _>(TileProduct::<K> {
             kc: blk.kc,
             a: t.a,
             bpack: t.bpack,
@@ -353,7 +353,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
             mc_pad,
             nt_pad,
             zero: pass.first,
-            types: core::marker::PhantomData,
+            kernel: core::marker::PhantomData,
         });
     }
     let mut tile = tile_view(cbuf, h, w, ldc)?;

@@ -18,11 +18,17 @@ use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
-use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::Mode;
+use crate::lanes::{LaneOp, Lanes, Mode, Supported};
 
 /// Columns of C per work item, about: [`chunk`] rounds it to whole groups of panels.
 const CHUNK: usize = 512;
+
+/// The panel width, in registers, of the vector lanes' microkernels (AVX-512's narrow one
+/// included): three NEON registers, two x86 ones.
+#[cfg(target_arch = "aarch64")]
+const VECTOR_NV: usize = 3;
+#[cfg(not(target_arch = "aarch64"))]
+const VECTOR_NV: usize = 2;
 
 /// Registers of columns per step of the row-by-row kernel.
 const ROW_REGS: usize = 8;
@@ -120,13 +126,12 @@ fn run_chunk<M: Mode>(
             let k = t.a.len();
             for k0 in (0..k).step_by(KB) {
                 let depth = KB.min(k - k0);
-                isa.dispatch(PanelGemv::<M> {
+                isa.dispatch::<M, _>(PanelGemv {
                     a: &t.a[k0..k0 + depth],
                     panels: &p.panels(k0, t.col0)[..depth * w.next_multiple_of(nr)],
                     nr,
                     c: &mut buf[..w.next_multiple_of(nr)],
                     zero: k0 == 0,
-                    mode: core::marker::PhantomData,
                 });
             }
         }
@@ -138,11 +143,10 @@ fn run_chunk<M: Mode>(
         Operand::View(b) => {
             let b = b.slice(s![.., t.col0..t.col0 + w]);
             let rows = contiguous_rows(b)?;
-            isa.dispatch(RowGemv::<M> {
+            isa.dispatch::<M, _>(RowGemv {
                 a: t.a,
                 rows: &rows,
                 c: &mut buf[..w],
-                mode: core::marker::PhantomData,
             });
         }
     }
@@ -195,13 +199,12 @@ fn column_gemv<M: Mode>(
             let depth = column_depth.min(k - k0);
             let src = b.slice(s![k0..k0 + depth, j0..j0 + cols]);
             let len = pack_panels(src.reversed_axes(), nr, &mut packed);
-            isa.dispatch(PanelGemv::<M> {
+            isa.dispatch::<M, _>(PanelGemv {
                 a: &a[k0..k0 + depth],
                 panels: &packed[..len],
                 nr,
                 c,
                 zero: k0 == 0,
-                mode: core::marker::PhantomData,
             });
         }
     }
@@ -220,56 +223,30 @@ fn contiguous_rows<'b>(b: ArrayView2<'b, f32>) -> Result<Vec<&'b [f32]>, Error> 
 
 /// `c = +0 (+ ...) a[k] * panel[k]` over packed panels of `nr` columns, `PANELS` at a time;
 /// `zero`: start from `+0`, else continue from `c` (a later K super-block).
-struct PanelGemv<'t, M> {
+struct PanelGemv<'t> {
     a: &'t [f32],
     panels: &'t [f32],
     nr: usize,
     c: &'t mut [f32],
     zero: bool,
-    mode: core::marker::PhantomData<M>,
 }
 
-impl<M: Mode> WithLanes for PanelGemv<'_, M> {
+impl LaneOp for PanelGemv<'_> {
     type Output = ();
-    const USES_FMA: bool = M::FAST;
 
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
-        let (w, nr, depth) = (L::WIDTH, self.nr, self.a.len());
-        let nv = nr / w;
-        // The panel widths of the microkernels: 2 registers on the x86 vector lanes (and 6 for
-        // a `PackedMatrix` on AVX-512), 3 on NEON, 4 on the scalar one. (Only those are
-        // compiled for each lane type: `const` conditions and the target prune the others at
-        // compile time.)
-        match nv {
-            6 if const { L::WIDTH == 16 } => {
-                panel_gemv::<L, M, 6>(l, self.a, self.panels, self.c, self.zero)
-            }
-            #[cfg(target_arch = "aarch64")]
-            3 if const { L::WIDTH == 4 } => {
-                panel_gemv::<L, M, 3>(l, self.a, self.panels, self.c, self.zero)
-            }
-            #[cfg(target_arch = "x86_64")]
-            2 if const { L::WIDTH > 1 } => {
-                panel_gemv::<L, M, 2>(l, self.a, self.panels, self.c, self.zero)
-            }
-            4 if const { L::WIDTH == 1 } => {
-                panel_gemv::<L, M, 4>(l, self.a, self.panels, self.c, self.zero)
-            }
-            _ => {
-                // Any other panel width (not one of the microkernels'): one lane at a time.
-                for (j, c) in self.c.iter_mut().enumerate() {
-                    let (p, jj) = (j / nr, j % nr);
-                    let panel = &self.panels[p * depth * nr..];
-                    let mut acc = l.splat(if self.zero { 0.0 } else { *c });
-                    for (k, &a) in self.a.iter().enumerate() {
-                        acc = M::madd(l, l.splat(a), l.splat(panel[k * nr + jj]), acc);
-                    }
-                    let mut out = [0.0f32; crate::lanes::MAX_WIDTH];
-                    l.store(acc, &mut out);
-                    *c = out[0];
-                }
-            }
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        // The panel widths of the microkernels: four registers on the scalar lanes, six for a
+        // `PackedMatrix` on AVX-512, `VECTOR_NV` on the other vector lanes (`const` conditions
+        // prune the others at compile time).
+        let nv = self.nr / L::WIDTH;
+        debug_assert!(self.nr.is_multiple_of(L::WIDTH) && [VECTOR_NV, 4, 6].contains(&nv));
+        if const { L::WIDTH == 1 } {
+            panel_gemv::<L, M, 4>(l, self.a, self.panels, self.c, self.zero)
+        } else if const { L::WIDTH == 16 } && nv == 6 {
+            panel_gemv::<L, M, 6>(l, self.a, self.panels, self.c, self.zero)
+        } else {
+            panel_gemv::<L, M, VECTOR_NV>(l, self.a, self.panels, self.c, self.zero)
         }
     }
 }
@@ -344,19 +321,17 @@ fn panel_gemv<L: Lanes, M: Mode, const NV: usize>(
 
 /// `c = +0 (+ ...) a[k] * rows[k]`, `ROW_REGS` registers of columns at a time, then the
 /// remaining columns one register (or part of one) at a time.
-struct RowGemv<'t, M> {
+struct RowGemv<'t> {
     a: &'t [f32],
     rows: &'t [&'t [f32]],
     c: &'t mut [f32],
-    mode: core::marker::PhantomData<M>,
 }
 
-impl<M: Mode> WithLanes for RowGemv<'_, M> {
+impl LaneOp for RowGemv<'_> {
     type Output = ();
-    const USES_FMA: bool = M::FAST;
 
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
         let w = L::WIDTH;
         let block = ROW_REGS * w;
         let n = self.c.len();

@@ -11,12 +11,12 @@
 //! broadcast register, or on AVX-512 in exact mode a broadcast inside each multiply.
 
 use crate::lanes::Lanes;
-use crate::mode::Mode;
+use crate::lanes::Mode;
 
 use ndarray::{ArrayView2, s};
 
 use super::pack::pack_panels;
-use crate::lanes::WithLanes;
+use crate::lanes::LaneOp;
 
 /// A microkernel shape, chosen per instruction set at the type level: `MR` rows of C by `NV`
 /// registers of columns. The driver is generic over it, so each shape is compiled once per
@@ -27,7 +27,7 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     /// Registers across the columns of C.
     const NV: usize;
     /// The K blocks of one output tile with this shape (see [`k_blocks`]).
-    fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, M, Self>);
+    fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, Self>);
 }
 
 macro_rules! micro_kernels {
@@ -39,7 +39,7 @@ macro_rules! micro_kernels {
             const MR: usize = $mr;
             const NV: usize = $nv;
             #[inline(always)]
-            fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, M, Self>) {
+            fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, Self>) {
                 k_blocks::<L, M, Self, $mr, $nv>(l, op)
             }
         }
@@ -124,7 +124,7 @@ pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
 
 /// The product part of one tile (all its K blocks of the super-block), run inside the
 /// instruction set's trampoline by the microkernel `K`.
-pub(crate) struct TileProduct<'t, M, K> {
+pub(crate) struct TileProduct<'t, K> {
     /// Depth of one K block.
     pub kc: usize,
     pub a: ArrayView2<'t, f32>,
@@ -135,15 +135,14 @@ pub(crate) struct TileProduct<'t, M, K> {
     pub mc_pad: usize,
     pub nt_pad: usize,
     pub zero: bool,
-    pub types: core::marker::PhantomData<(M, K)>,
+    pub kernel: core::marker::PhantomData<K>,
 }
 
-impl<M: Mode, K: MicroKernel> WithLanes for TileProduct<'_, M, K> {
+impl<K: MicroKernel> LaneOp for TileProduct<'_, K> {
     type Output = ();
-    const USES_FMA: bool = M::FAST;
 
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
         K::k_blocks::<L, M>(l, self)
     }
 }
@@ -152,7 +151,7 @@ impl<M: Mode, K: MicroKernel> WithLanes for TileProduct<'_, M, K> {
 #[inline(always)]
 pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
     l: L,
-    op: TileProduct<'_, M, K>,
+    op: TileProduct<'_, K>,
 ) {
     let nr = NV * L::WIDTH;
     let depth = op.a.ncols();

@@ -38,7 +38,13 @@
 //! microkernel's `NR`, K super-blocks of 4096): the driver reads its panels instead of packing,
 //! so the bits are those of the same product with the view. A product with one row of A (a
 //! decode step) goes to `gemv.rs` when B is packed or has contiguous rows: B streamed once,
-//! the same sequential sums.
+//! the same sequential sums. [`Gemm`] is the one place that chooses between the two.
+//!
+//! # Ragged products
+//!
+//! [`RaggedProduct`] (`ragged.rs`) is the product whose rows each sum over their own number
+//! of rows of B (attention's `P V` under a causal mask or key lengths), with the same
+//! sequential sums: a different product, chosen by the caller that knows the row lengths.
 //!
 //! # Memory
 //!
@@ -52,12 +58,11 @@ mod gemv;
 mod kernel;
 mod pack;
 mod packed;
+mod ragged;
 
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
-use crate::lanes::Isa;
-use crate::lanes::Supported;
-use crate::mode::{Mode, compiled_once_per_mode};
+use crate::lanes::{Isa, Mode, Supported, compiled_once_per_mode};
 use blocking::Blocking;
 use driver::gemm_with;
 use kernel::Mr4Nv4;
@@ -69,72 +74,80 @@ use kernel::{Mr6Nv3, Mr8Nv3};
 pub(crate) use driver::Item;
 pub(crate) use packed::{Operand, operand};
 pub use packed::{PackedMatrix, Rhs};
+pub(crate) use ragged::RaggedProduct;
 
-compiled_once_per_mode! {
-    /// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension) in mode
-    /// `M` on `isa`, with the microkernel of the instruction set; the tiles are spread over the
-    /// current rayon pool when `parallel`. `batched` calls the epilogue through
-    /// [`TileEpilogue::apply_batched`] with the item's index. The epilogue is called through
-    /// its vtable, once per tile, so the GEMM is compiled once per mode, not once per epilogue
-    /// type.
-    pub(crate) fn gemm(
-        isa: Supported,
-        parallel: bool,
-        items: Vec<Item<'_>>,
-        k: usize,
-        epilogue: &dyn TileEpilogue,
-        batched: bool,
-    ) -> Result<(), Error> = gemm_in_mode;
+/// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension), with the
+/// microkernel of the instruction set; the tiles are spread over the current rayon pool when
+/// `parallel`. `batched` calls the epilogue through [`TileEpilogue::apply_batched`] with the
+/// item's index. The epilogue is called through its vtable, once per tile, so the GEMM is
+/// compiled once per mode, not once per epilogue type.
+pub(crate) struct Gemm<'a> {
+    /// Split the tiles across the current rayon pool.
+    pub parallel: bool,
+    /// The products.
+    pub items: Vec<Item<'a>>,
+    /// The inner dimension.
+    pub k: usize,
+    /// What each finished tile goes through.
+    pub epilogue: &'a dyn TileEpilogue,
+    /// Call the epilogue with each item's index.
+    pub batched: bool,
 }
 
-fn gemm_in_mode<M: Mode>(
-    isa: Supported,
-    parallel: bool,
-    items: Vec<Item<'_>>,
-    k: usize,
-    epilogue: &dyn TileEpilogue,
-    batched: bool,
-) -> Result<(), Error> {
-    let width = isa.isa().width();
-    for item in &items {
-        if let Operand::Packed(p) = item.b {
-            p.check_isa(isa.isa())?;
+compiled_once_per_mode!(Gemm<'_> -> Result<(), Error>, by run);
+
+impl Gemm<'_> {
+    /// The product in mode `M` on `isa`: the one place that chooses between the GEMV (one row
+    /// of A) and the GEMM with the microkernel of the instruction set.
+    fn run<M: Mode>(self, isa: Supported) -> Result<(), Error> {
+        let Gemm {
+            parallel,
+            items,
+            k,
+            epilogue,
+            batched,
+        } = self;
+        let width = isa.isa().width();
+        for item in &items {
+            if let Operand::Packed(p) = item.b {
+                p.check_isa(isa.isa())?;
+            }
         }
-    }
-    if k > 0 && gemv::applies(&items) {
-        return gemv::gemv::<M>(isa, parallel, items, epilogue, batched);
-    }
-    // Each architecture compiles only its own kernels; another architecture's instruction sets
-    // are never available, so no `Supported` holds one.
-    match isa.isa() {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 if wide_panels_fit(&items) => {
-            let blk = Blocking::of::<Mr4Nv6>(width);
-            gemm_with::<M, Mr4Nv6>(isa, blk, parallel, items, k, epilogue, batched)
+        if k > 0 && gemv::applies(&items) {
+            return gemv::gemv::<M>(isa, parallel, items, epilogue, batched);
         }
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => {
-            let blk = Blocking::of::<Mr14Nv2>(width);
-            gemm_with::<M, Mr14Nv2>(isa, blk, parallel, items, k, epilogue, batched)
-        }
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 | Isa::Sse2 => {
-            let blk = Blocking::of::<Mr6Nv2>(width);
-            gemm_with::<M, Mr6Nv2>(isa, blk, parallel, items, k, epilogue, batched)
-        }
-        #[cfg(target_arch = "aarch64")]
-        Isa::Neon if !M::FAST => {
-            let blk = Blocking::of::<Mr6Nv3>(width);
-            gemm_with::<M, Mr6Nv3>(isa, blk, parallel, items, k, epilogue, batched)
-        }
-        #[cfg(target_arch = "aarch64")]
-        Isa::Neon => {
-            let blk = Blocking::of::<Mr8Nv3>(width);
-            gemm_with::<M, Mr8Nv3>(isa, blk, parallel, items, k, epilogue, batched)
-        }
-        _ => {
-            let blk = Blocking::of::<Mr4Nv4>(width);
-            gemm_with::<M, Mr4Nv4>(isa, blk, parallel, items, k, epilogue, batched)
+        // Each architecture compiles only its own kernels; another architecture's instruction
+        // sets are never available, so no `Supported` holds one.
+        match isa.isa() {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 if wide_panels_fit(&items) => {
+                let blk = Blocking::of::<Mr4Nv6>(width);
+                gemm_with::<M, Mr4Nv6>(isa, blk, parallel, items, k, epilogue, batched)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                let blk = Blocking::of::<Mr14Nv2>(width);
+                gemm_with::<M, Mr14Nv2>(isa, blk, parallel, items, k, epilogue, batched)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 | Isa::Sse2 => {
+                let blk = Blocking::of::<Mr6Nv2>(width);
+                gemm_with::<M, Mr6Nv2>(isa, blk, parallel, items, k, epilogue, batched)
+            }
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon if !M::FAST => {
+                let blk = Blocking::of::<Mr6Nv3>(width);
+                gemm_with::<M, Mr6Nv3>(isa, blk, parallel, items, k, epilogue, batched)
+            }
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => {
+                let blk = Blocking::of::<Mr8Nv3>(width);
+                gemm_with::<M, Mr8Nv3>(isa, blk, parallel, items, k, epilogue, batched)
+            }
+            _ => {
+                let blk = Blocking::of::<Mr4Nv4>(width);
+                gemm_with::<M, Mr4Nv4>(isa, blk, parallel, items, k, epilogue, batched)
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use super::driver::{self, Item};
 use super::kernel::{MicroKernel, Mr4Nv4, Mr4Nv6, Mr6Nv2, Mr6Nv3, Mr8Nv3, Mr14Nv2};
 use crate::epilogue::TileEpilogue;
 use crate::lanes::Isa;
-use crate::mode::{Exact, Fast, Mode};
+use crate::lanes::{Exact, Fast, Mode};
 
 /// Deterministic values of mixed signs and magnitudes.
 fn values(r: usize, c: usize, seed: u64) -> Array2<f32> {

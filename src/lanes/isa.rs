@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use super::{ExactFpEnv, Scalar, WithLanes};
+use super::{ExactFpEnv, LaneOp, Mode, Scalar};
 use crate::error::Error;
 
 /// An instruction set a kernel can run on.
@@ -205,28 +205,29 @@ impl Supported {
         self.0
     }
 
-    /// Runs `op` with the lane type of the instruction set, compiled for it; an exact `op`
-    /// ([`WithLanes::EXACT`]) inside an [`ExactFpEnv`], so its bits do not depend on the
-    /// caller's (or the rayon worker's) MXCSR.
-    pub fn dispatch<O: WithLanes>(self, op: O) -> O::Output {
-        let _env = ExactFpEnv::enter_if(O::EXACT);
+    /// Runs `op` in mode `M` with the lane type of the instruction set, compiled for it: an
+    /// exact op inside an [`ExactFpEnv`], so its bits do not depend on the caller's (or the
+    /// rayon worker's) MXCSR; a fast one with the caller's MXCSR and, on the 128-bit and scalar
+    /// paths, the hardware FMA where the CPU has it (see [`LaneOp`]).
+    pub fn dispatch<M: Mode, O: LaneOp>(self, op: O) -> O::Output {
+        let _env = ExactFpEnv::enter_if(!M::FAST);
         #[cfg(target_arch = "x86_64")]
         {
             use super::x86;
-            let fma = O::USES_FMA && Isa::has_hardware_fma();
+            let fma = M::FAST && Isa::has_hardware_fma();
             match self.0 {
                 // SAFETY: `fma` is true only when the CPU has FMA.
-                Isa::Scalar if fma => unsafe { x86::run_scalar_fma(op) },
-                Isa::Scalar => op.run(Scalar(())),
+                Isa::Scalar if fma => unsafe { x86::run_scalar_fma::<M, O>(op) },
+                Isa::Scalar => op.run::<_, M>(Scalar(())),
                 // SAFETY: `fma` is true only when the CPU has FMA.
-                Isa::Sse2 if fma => unsafe { x86::run_sse2_fma(op) },
-                Isa::Sse2 => x86::run_sse2(op),
+                Isa::Sse2 if fma => unsafe { x86::run_sse2_fma::<M, O>(op) },
+                Isa::Sse2 => x86::run_sse2::<M, O>(op),
                 // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX2, FMA
                 // and POPCNT.
-                Isa::Avx2 => unsafe { x86::run_avx2(op) },
+                Isa::Avx2 => unsafe { x86::run_avx2::<M, O>(op) },
                 // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX-512F,
                 // AVX2, FMA and POPCNT.
-                Isa::Avx512 => unsafe { x86::run_avx512(op) },
+                Isa::Avx512 => unsafe { x86::run_avx512::<M, O>(op) },
                 // Not available on x86-64, so no `Supported` holds it.
                 Isa::Neon => unreachable!("NEON on x86-64"),
             }
@@ -235,13 +236,13 @@ impl Supported {
         {
             match self.0 {
                 // A `Supported` holding NEON exists only after `Isa::supported` confirmed it.
-                Isa::Neon => super::neon::run_neon(op),
-                _ => op.run(Scalar(())),
+                Isa::Neon => super::neon::run_neon::<M, O>(op),
+                _ => op.run::<_, M>(Scalar(())),
             }
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            op.run(Scalar(()))
+            op.run::<_, M>(Scalar(()))
         }
     }
 }

@@ -1,20 +1,22 @@
 //! Lane types: one trait, [`Lanes`], over `f32` scalar code and the x86-64 and aarch64 vector
 //! registers.
 //!
-//! Every kernel of the crate is written once, generic over `L: Lanes`, as an `#[inline(always)]`
-//! body. [`Supported`] is the proof that the CPU has an instruction set (only [`Isa::supported`]
-//! makes one); [`Supported::dispatch`] builds the lane token (which only this module can build)
-//! and calls the body through a `#[target_feature]` trampoline, so the body is compiled with
-//! that instruction set enabled.
+//! Every kernel of the crate is written once, generic over `L: Lanes` and the mode `M: Mode`,
+//! as the `#[inline(always)]` body of a [`LaneOp`]. [`Supported`] is the proof that the CPU has
+//! an instruction set (only [`Isa::supported`] makes one); [`Supported::dispatch`] builds the
+//! lane token (which only this module can build) and calls the body through a
+//! `#[target_feature]` trampoline, so the body is compiled with that instruction set enabled.
 //!
 //! The trait has no fused multiply-add for exact code to call by accident: exact kernels go
-//! through [`crate::Mode::madd`], which is a separate multiply and add in [`crate::Exact`] and
-//! calls [`Lanes::fma`] only in [`crate::Fast`].
+//! through [`Mode::madd`], which is a separate multiply and add in [`Exact`] and calls
+//! [`Lanes::fma`] only in [`Fast`].
 
 mod fpenv;
 mod isa;
+mod mode;
 #[cfg(target_arch = "aarch64")]
 mod neon;
+mod op;
 mod pair;
 mod scalar;
 mod transpose;
@@ -23,12 +25,18 @@ mod x86;
 
 pub use fpenv::{ExactFpEnv, exact_scalar};
 pub use isa::{Isa, Supported};
+pub use mode::{Exact, Fast, Mode};
+pub use op::LaneOp;
+pub(crate) use op::compiled_once_per_mode;
 pub use pair::Pair;
 pub use scalar::Scalar;
 pub(crate) use transpose::{prefetch, transpose_strip};
 
 /// The widest register of any lane type, in `f32` lanes.
 pub const MAX_WIDTH: usize = 16;
+
+/// `1.5 * 2^23`: adding and subtracting it rounds to the nearest integer (ties to even).
+pub const ROUND_MAGIC: f32 = 12_582_912.0;
 
 /// A set of `f32` lanes and the operations the kernels need on them.
 ///
@@ -102,6 +110,22 @@ pub trait Lanes: Copy + Send + Sync + 'static {
         let mut buf = [pad; MAX_WIDTH];
         buf[..src.len()].copy_from_slice(src);
         self.load(&buf)
+    }
+    /// The mask of the first `n` lanes, every lane for `n >= WIDTH`: the lanes a slice tail of
+    /// `n` values fills. The default compares each lane's index with `n`; a lane type with a
+    /// cheaper form (a mask register, an integer compare) gives its own.
+    #[inline(always)]
+    fn first_n(self, n: usize) -> Self::M {
+        const INDEX: [f32; MAX_WIDTH] = {
+            let mut index = [0f32; MAX_WIDTH];
+            let mut i = 0;
+            while i < MAX_WIDTH {
+                index[i] = i as f32;
+                i += 1;
+            }
+            index
+        };
+        self.lt(self.load(&INDEX), self.splat(n.min(MAX_WIDTH) as f32))
     }
     /// Stores the first `dst.len() <= WIDTH` lanes of `v` into `dst`.
     #[inline(always)]
@@ -202,7 +226,7 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// `-0` here where that form gives `+0`. Beyond `2^22`, anything.
     #[inline(always)]
     fn round_even(self, x: Self::F) -> Self::F {
-        let magic = self.splat(crate::ops::ROUND_MAGIC);
+        let magic = self.splat(ROUND_MAGIC);
         self.sub(self.add(x, magic), magic)
     }
 
@@ -211,7 +235,7 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// (a subnormal or overflowing product), anything.
     #[inline(always)]
     fn scale_pow2(self, p: Self::F, n: Self::F) -> Self::F {
-        let magic = self.splat(crate::ops::ROUND_MAGIC);
+        let magic = self.splat(ROUND_MAGIC);
         let k = self.sub_i(self.to_bits(self.add(n, magic)), self.to_bits(magic));
         self.from_bits(self.add_i(self.to_bits(p), self.shl_i::<23>(k)))
     }
@@ -276,30 +300,9 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     }
 }
 
-/// A computation generic over the lane type, run by [`Supported::dispatch`] on one instruction
-/// set.
-///
-/// `run` should be `#[inline(always)]` so it is compiled inside the `#[target_feature]`
-/// trampoline of the instruction set.
-pub trait WithLanes {
-    /// What the computation returns.
-    type Output;
-    /// Whether the computation calls [`Lanes::fma`]. On the 128-bit path this selects hardware
-    /// FMA when the CPU has it and a correctly rounded software fma when it does not.
-    const USES_FMA: bool;
-    /// Whether the computation must give exact mode's bits: [`Supported::dispatch`] then runs
-    /// it inside an [`ExactFpEnv`] (round-to-nearest, FTZ and DAZ off, the caller's MXCSR
-    /// restored afterwards). A computation that is not exact runs with the caller's MXCSR.
-    /// Defaults to `!USES_FMA`: exact kernels never fuse (they go through [`crate::Mode::madd`],
-    /// which fuses only in fast mode), and every fast kernel does.
-    const EXACT: bool = !Self::USES_FMA;
-    /// Runs the computation with the lane token `l`.
-    fn run<L: Lanes>(self, l: L) -> Self::Output;
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Isa, Lanes, MAX_WIDTH, WithLanes};
+    use super::{Exact, Isa, LaneOp, Lanes, MAX_WIDTH, Mode, ROUND_MAGIC};
 
     /// `mul_splat(a, x)` against `mul(splat(a), x)` for one `a` and a register of `x`.
     struct MulSplat {
@@ -307,10 +310,9 @@ mod tests {
         x: [f32; MAX_WIDTH],
     }
 
-    impl WithLanes for MulSplat {
+    impl LaneOp for MulSplat {
         type Output = (Vec<u32>, Vec<u32>);
-        const USES_FMA: bool = false;
-        fn run<L: Lanes>(self, l: L) -> Self::Output {
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let x = l.load(&self.x);
             let bits = |v: L::F| {
                 let mut out = [0f32; MAX_WIDTH];
@@ -329,10 +331,9 @@ mod tests {
     /// slice is cut from a longer buffer whose other values must stay).
     struct Partial;
 
-    impl WithLanes for Partial {
+    impl LaneOp for Partial {
         type Output = ();
-        const USES_FMA: bool = false;
-        fn run<L: Lanes>(self, l: L) {
+        fn run<L: Lanes, M: Mode>(self, l: L) {
             let w = L::WIDTH;
             let src: Vec<f32> = (0..w).map(|i| i as f32 + 0.5).collect();
             for len in 0..=w {
@@ -357,6 +358,45 @@ mod tests {
         }
     }
 
+    /// `first_n(n)` of every `n` from 0 to past the width, as `(n, the lanes it sets)`: on the
+    /// lane type, then on its group of registers (a `Pair` where it is one).
+    struct FirstN;
+
+    /// `(n, the lanes of first_n(n))` for every `n` up to two past the width of `l`.
+    fn first_n_masks<L: Lanes>(l: L) -> Vec<(usize, Vec<bool>)> {
+        (0..=L::WIDTH + 2)
+            .map(|n| {
+                let mut ones = vec![0f32; L::WIDTH];
+                l.store(
+                    l.select(l.first_n(n), l.splat(1.0), l.splat(0.0)),
+                    &mut ones,
+                );
+                (n, ones.iter().map(|&v| v == 1.0).collect())
+            })
+            .collect()
+    }
+
+    impl LaneOp for FirstN {
+        type Output = Vec<(usize, Vec<bool>)>;
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            let mut masks = first_n_masks(l);
+            masks.extend(first_n_masks(l.group()));
+            masks
+        }
+    }
+
+    /// `first_n(n)` sets exactly the lanes below `n` (every lane from `n = WIDTH` on), on every
+    /// lane type and on its group of registers (a `Pair`, whose halves split `n`).
+    #[test]
+    fn first_n_sets_the_first_n_lanes_on_every_lane_type() {
+        for isa in Isa::available() {
+            for (n, lanes) in isa.supported().unwrap().dispatch::<Exact, _>(FirstN) {
+                let want: Vec<bool> = (0..lanes.len()).map(|i| i < n).collect();
+                assert_eq!(lanes, want, "{isa}: first_n({n})");
+            }
+        }
+    }
+
     /// `round_even` and `scale_pow2` of one register each, as bits.
     struct RoundAndScale {
         x: [f32; MAX_WIDTH],
@@ -364,10 +404,9 @@ mod tests {
         n: [f32; MAX_WIDTH],
     }
 
-    impl WithLanes for RoundAndScale {
+    impl LaneOp for RoundAndScale {
         type Output = (Vec<f32>, Vec<u32>);
-        const USES_FMA: bool = false;
-        fn run<L: Lanes>(self, l: L) -> Self::Output {
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             // Every one of the MAX_WIDTH lanes, a register of `L` at a time.
             let mut round = [0f32; MAX_WIDTH];
             let mut scaled = [0f32; MAX_WIDTH];
@@ -386,7 +425,7 @@ mod tests {
     /// `p * 2^n` wherever that is normal (every `n` from -126 to 127, `p` across `[0.5, 4)`).
     #[test]
     fn round_even_and_scale_pow2_keep_the_spec_arithmetic_on_every_lane_type() {
-        let magic = crate::ops::ROUND_MAGIC;
+        let magic = ROUND_MAGIC;
         let mut xs = vec![0.0f32, -0.0, 0.25, -0.25, 4_194_303.5, -4_194_303.5];
         for k in -300..300 {
             let tie = k as f32 + 0.5;
@@ -417,7 +456,10 @@ mod tests {
                 for (i, &(pi, ni, _)) in pc.iter().enumerate() {
                     (p[i], n[i]) = (pi, ni);
                 }
-                let (round, scaled) = isa.supported().unwrap().dispatch(RoundAndScale { x, p, n });
+                let (round, scaled) = isa
+                    .supported()
+                    .unwrap()
+                    .dispatch::<Exact, _>(RoundAndScale { x, p, n });
                 for (i, &r) in round.iter().enumerate() {
                     assert_eq!(r, (x[i] + magic) - magic, "{isa:?} round_even({:e})", x[i]);
                 }
@@ -432,7 +474,7 @@ mod tests {
     #[test]
     fn partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type() {
         for isa in Isa::available() {
-            isa.supported().unwrap().dispatch(Partial);
+            isa.supported().unwrap().dispatch::<Exact, _>(Partial);
         }
     }
 
@@ -467,7 +509,10 @@ mod tests {
                 for shift in 0..MAX_WIDTH {
                     let mut xs = x;
                     xs.rotate_left(shift);
-                    let (got, want) = isa.supported().unwrap().dispatch(MulSplat { a, x: xs });
+                    let (got, want) = isa
+                        .supported()
+                        .unwrap()
+                        .dispatch::<Exact, _>(MulSplat { a, x: xs });
                     assert_eq!(got, want, "{isa:?}, a = {a:e}, rotated by {shift}");
                 }
             }

@@ -13,7 +13,7 @@
 
 use core::arch::aarch64::*;
 
-use super::{Lanes, Pair, WithLanes};
+use super::{LaneOp, Lanes, Mode, Pair};
 
 /// 128-bit NEON registers, four `f32` lanes.
 #[derive(Clone, Copy, Debug)]
@@ -194,6 +194,6 @@ impl Lanes for Neon {
 }
 
 /// Runs `op` on NEON registers (part of the aarch64 baseline: no feature to enable).
-pub(super) fn run_neon<O: WithLanes>(op: O) -> O::Output {
-    op.run(Neon(()))
+pub(super) fn run_neon<M: Mode, O: LaneOp>(op: O) -> O::Output {
+    op.run::<_, M>(Neon(()))
 }

@@ -146,19 +146,25 @@ impl<L: Lanes> Lanes for Pair<L> {
     fn count(self, m: Self::M) -> usize {
         self.0.count(m.0) + self.0.count(m.1)
     }
+    #[inline(always)]
+    fn first_n(self, n: usize) -> Self::M {
+        (
+            self.0.first_n(n),
+            self.0.first_n(n.saturating_sub(L::WIDTH)),
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::{Isa, WithLanes};
+    use crate::lanes::{Exact, Isa, LaneOp, Mode};
 
     struct Check;
 
-    impl WithLanes for Check {
+    impl LaneOp for Check {
         type Output = ();
-        const USES_FMA: bool = false;
-        fn run<L: Lanes>(self, l: L) {
+        fn run<L: Lanes, M: Mode>(self, l: L) {
             let p = Pair::of(l);
             let w = Pair::<L>::WIDTH;
             assert_eq!(w, 2 * L::WIDTH);
@@ -193,7 +199,7 @@ mod tests {
     #[test]
     fn pair_loads_stores_and_tests_both_halves() {
         for isa in Isa::available() {
-            isa.supported().unwrap().dispatch(Check);
+            isa.supported().unwrap().dispatch::<Exact, _>(Check);
         }
     }
 }

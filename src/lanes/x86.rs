@@ -6,7 +6,7 @@
 
 use core::arch::x86_64::*;
 
-use super::{Lanes, Pair, WithLanes};
+use super::{LaneOp, Lanes, Mode, Pair};
 
 /// 128-bit registers (four `f32` lanes), SSE2. `FMA` says whether [`Lanes::fma`] may use the
 /// FMA3 instruction (`true`, only built on CPUs that have it) or must use a correctly rounded
@@ -187,16 +187,6 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
     }
 }
 
-impl Avx2 {
-    /// All ones in the first `n < 8` 32-bit lanes, zeros in the rest: the mask of a partial
-    /// register.
-    #[inline(always)]
-    fn first_lanes(self, n: usize) -> __m256i {
-        let index = proven!(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        proven!(_mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), index))
-    }
-}
-
 impl Lanes for Avx2 {
     const WIDTH: usize = 8;
     type F = __m256;
@@ -241,13 +231,13 @@ impl Lanes for Avx2 {
         if src.len() >= 8 {
             return self.load(src);
         }
-        let lanes = self.first_lanes(src.len());
+        let lanes = self.first_n(src.len());
         // SAFETY: the mask selects the first `src.len()` lanes, all inside `src`; a masked-off
         // lane is not accessed (`vmaskmovps` raises no fault for it) and loads as zero, then
         // takes `pad`. The token proves AVX2.
         unsafe {
-            let x = _mm256_maskload_ps(src.as_ptr(), lanes);
-            _mm256_blendv_ps(_mm256_set1_ps(pad), x, _mm256_castsi256_ps(lanes))
+            let x = _mm256_maskload_ps(src.as_ptr(), _mm256_castps_si256(lanes));
+            _mm256_blendv_ps(_mm256_set1_ps(pad), x, lanes)
         }
     }
     #[inline(always)]
@@ -255,10 +245,17 @@ impl Lanes for Avx2 {
         if dst.len() >= 8 {
             return self.store(v, dst);
         }
-        let lanes = self.first_lanes(dst.len());
+        let lanes = self.first_n(dst.len());
         // SAFETY: the mask selects the first `dst.len()` lanes, all inside `dst`; a masked-off
         // lane is neither written nor accessed. The token proves AVX2.
-        unsafe { _mm256_maskstore_ps(dst.as_mut_ptr(), lanes, v) }
+        unsafe { _mm256_maskstore_ps(dst.as_mut_ptr(), _mm256_castps_si256(lanes), v) }
+    }
+    #[inline(always)]
+    fn first_n(self, n: usize) -> __m256 {
+        // The lane indices against `n` as 32-bit integers (`n` clamped so that it fits).
+        let index = proven!(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        let n = proven!(_mm256_set1_epi32(n.min(8) as i32));
+        proven!(_mm256_castsi256_ps(_mm256_cmpgt_epi32(n, index)))
     }
     #[inline(always)]
     fn add(self, a: __m256, b: __m256) -> __m256 {
@@ -480,7 +477,7 @@ impl Lanes for Avx512 {
             return self.load(src);
         }
         // The lanes of `src`, as a mask: a masked load instead of a copy through memory.
-        let k = ((1u32 << src.len()) - 1) as __mmask16;
+        let k = self.first_n(src.len());
         // SAFETY: the mask selects the first `src.len()` lanes, all inside `src`; a masked-off
         // lane is not accessed (AVX-512 suppresses its faults) and takes `pad`. The token
         // proves AVX-512F.
@@ -491,10 +488,14 @@ impl Lanes for Avx512 {
         if dst.len() >= 16 {
             return self.store(v, dst);
         }
-        let k = ((1u32 << dst.len()) - 1) as __mmask16;
+        let k = self.first_n(dst.len());
         // SAFETY: the mask selects the first `dst.len()` lanes, all inside `dst`; a masked-off
         // lane is neither written nor accessed. The token proves AVX-512F.
         unsafe { _mm512_mask_storeu_ps(dst.as_mut_ptr(), k, v) }
+    }
+    #[inline(always)]
+    fn first_n(self, n: usize) -> __mmask16 {
+        ((1u32 << n.min(16)) - 1) as __mmask16
     }
     #[inline(always)]
     fn add(self, a: __m512, b: __m512) -> __m512 {
@@ -657,13 +658,13 @@ impl Lanes for Avx512 {
 /// # Safety
 /// The CPU must have FMA.
 #[target_feature(enable = "fma")]
-pub(super) unsafe fn run_scalar_fma<O: WithLanes>(op: O) -> O::Output {
-    op.run(super::Scalar(()))
+pub(super) unsafe fn run_scalar_fma<M: Mode, O: LaneOp>(op: O) -> O::Output {
+    op.run::<_, M>(super::Scalar(()))
 }
 
 /// Runs `op` on 128-bit lanes with software fma (SSE2 is part of x86-64).
-pub(super) fn run_sse2<O: WithLanes>(op: O) -> O::Output {
-    op.run(Sse2::<false>(()))
+pub(super) fn run_sse2<M: Mode, O: LaneOp>(op: O) -> O::Output {
+    op.run::<_, M>(Sse2::<false>(()))
 }
 
 /// `*a * x` as one `vmulps` with an embedded broadcast of `*a`.
@@ -698,8 +699,8 @@ fn mul_broadcast_avx512(a: &f32, x: __m512) -> __m512 {
 /// # Safety
 /// The CPU must have FMA.
 #[target_feature(enable = "fma")]
-pub(super) unsafe fn run_sse2_fma<O: WithLanes>(op: O) -> O::Output {
-    op.run(Sse2::<true>(()))
+pub(super) unsafe fn run_sse2_fma<M: Mode, O: LaneOp>(op: O) -> O::Output {
+    op.run::<_, M>(Sse2::<true>(()))
 }
 
 /// Runs `op` on 256-bit lanes.
@@ -707,8 +708,8 @@ pub(super) unsafe fn run_sse2_fma<O: WithLanes>(op: O) -> O::Output {
 /// # Safety
 /// The CPU must have AVX2, FMA and POPCNT.
 #[target_feature(enable = "avx2,fma,popcnt")]
-pub(super) unsafe fn run_avx2<O: WithLanes>(op: O) -> O::Output {
-    op.run(Avx2(()))
+pub(super) unsafe fn run_avx2<M: Mode, O: LaneOp>(op: O) -> O::Output {
+    op.run::<_, M>(Avx2(()))
 }
 
 /// Runs `op` on 512-bit lanes.
@@ -716,6 +717,6 @@ pub(super) unsafe fn run_avx2<O: WithLanes>(op: O) -> O::Output {
 /// # Safety
 /// The CPU must have AVX-512F, AVX2, FMA and POPCNT.
 #[target_feature(enable = "avx512f,avx2,fma,popcnt")]
-pub(super) unsafe fn run_avx512<O: WithLanes>(op: O) -> O::Output {
-    op.run(Avx512(()))
+pub(super) unsafe fn run_avx512<M: Mode, O: LaneOp>(op: O) -> O::Output {
+    op.run::<_, M>(Avx512(()))
 }

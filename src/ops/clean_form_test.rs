@@ -2,17 +2,16 @@
 //! against its general form (forced by a NaN in another lane of the register).
 
 use super::Kernel;
-use crate::lanes::{Isa, Lanes, WithLanes};
+use crate::lanes::{Isa, LaneOp, Lanes, Mode};
 
 /// `K` of every `x` twice, as bit pairs: on a register of `x` alone and in lane 1 of a
 /// register whose lane 0 is NaN (lane 1 is past the end of a one-lane register: its pair is
 /// not compared).
 struct AloneAndBesideNan<'a, K>(&'a [f32], core::marker::PhantomData<K>);
 
-impl<K: Kernel> WithLanes for AloneAndBesideNan<'_, K> {
+impl<K: Kernel> LaneOp for AloneAndBesideNan<'_, K> {
     type Output = Vec<(u32, u32)>;
-    const USES_FMA: bool = K::USES_FMA;
-    fn run<L: Lanes>(self, l: L) -> Self::Output {
+    fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
         self.0
             .iter()
             .map(|&x| {
@@ -42,7 +41,7 @@ pub fn assert_clean_form_is_general_form<K: Kernel>(xs: &[f32]) -> Vec<(Isa, f32
         let pairs = isa
             .supported()
             .unwrap()
-            .dispatch(AloneAndBesideNan::<K>(xs, core::marker::PhantomData));
+            .dispatch::<K::Mode, _>(AloneAndBesideNan::<K>(xs, core::marker::PhantomData));
         for (&x, (alone, beside_nan)) in xs.iter().zip(pairs) {
             if isa.width() > 1 {
                 assert_eq!(alone, beside_nan, "{isa}: x {x:e}");

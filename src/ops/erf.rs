@@ -13,7 +13,7 @@ use super::exp::exp_in;
 use super::regions::TwoRegions;
 use super::{abs, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
-use crate::mode::Mode;
+use crate::lanes::Mode;
 
 /// Below this `|x|` the polynomial branch runs.
 pub const ERF_SMALL: f32 = 0.5;
@@ -230,8 +230,8 @@ fn erf_rational_of_number<L: Lanes>(l: L, x: L::F) -> L::F {
     // `min(NaN, clamp)` is the clamp: a NaN lane computes 1.
     let c = l.min(abs(l, x), l.splat(ERF_FAST_CLAMP));
     let z = l.mul(c, c);
-    let p = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_P);
-    let q = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_Q);
+    let p = horner::<L, crate::lanes::Fast, 6>(l, z, &ERF_FAST_P);
+    let q = horner::<L, crate::lanes::Fast, 6>(l, z, &ERF_FAST_Q);
     // At the clamp the rational rounds to exactly 1 (the test `clamp_by_min_is_the_select_form`
     // checks it on every lane type), so `min(y, 1)` gives the `+-1` from `|x| = 3.92` on
     // without a select of its own: the bits of selecting 1 where `|x| >= 3.92` or `y > 1`.
@@ -319,7 +319,7 @@ fused_kernel_type!(
 mod tests {
     use super::*;
     use crate::lanes::Scalar;
-    use crate::mode::{Exact, Fast};
+    use crate::lanes::{Exact, Fast};
 
     /// [`Erf`]'s `by_regions` gives `+-1` from [`ERF_ONE`] on without computing the large
     /// branch. [`erf`], the spec's form, rounds to exactly that at every float of `[4, 11]`
@@ -394,8 +394,8 @@ mod tests {
         let at_one = l.ge(ax, clamp);
         let c = l.select(at_one, clamp, ax);
         let z = l.mul(c, c);
-        let p = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_P);
-        let q = horner::<L, crate::mode::Fast, 6>(l, z, &ERF_FAST_Q);
+        let p = horner::<L, crate::lanes::Fast, 6>(l, z, &ERF_FAST_P);
+        let q = horner::<L, crate::lanes::Fast, 6>(l, z, &ERF_FAST_Q);
         let y = l.div(l.mul(c, p), q);
         let one = l.splat(1.0);
         let y = l.select(l.mask_or(at_one, l.gt(y, one)), one, y);
@@ -408,12 +408,11 @@ mod tests {
     /// elsewhere, and the special values.
     #[test]
     fn clamp_by_min_is_the_select_form() {
-        use crate::lanes::{Isa, WithLanes};
+        use crate::lanes::{Isa, LaneOp};
         struct Both<'a>(&'a [f32]);
-        impl WithLanes for Both<'_> {
+        impl LaneOp for Both<'_> {
             type Output = Vec<(u32, u32)>;
-            const USES_FMA: bool = true;
-            fn run<L: Lanes>(self, l: L) -> Vec<(u32, u32)> {
+            fn run<L: Lanes, M: Mode>(self, l: L) -> Vec<(u32, u32)> {
                 self.0
                     .chunks(L::WIDTH)
                     .flat_map(|c| {
@@ -448,7 +447,7 @@ mod tests {
             .collect();
         for isa in Isa::available() {
             let s = isa.supported().unwrap();
-            for (i, (got, want)) in s.dispatch(Both(&xs)).into_iter().enumerate() {
+            for (i, (got, want)) in s.dispatch::<Fast, _>(Both(&xs)).into_iter().enumerate() {
                 assert_eq!(got, want, "{isa} erf_rational({:e})", xs[i]);
             }
         }

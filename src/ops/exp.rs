@@ -8,11 +8,9 @@
 pub mod taylor;
 
 use super::{
-    ROUND_MAGIC, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, pow2i,
-    scale_normal,
+    all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, pow2i, scale_normal,
 };
-use crate::lanes::Lanes;
-use crate::mode::Mode;
+use crate::lanes::{Lanes, Mode, ROUND_MAGIC};
 
 /// `log2(e)` rounded to f32, `0x3FB8AA3B`.
 pub const LOG2E: f32 = 1.442_695_02;
@@ -225,7 +223,7 @@ pub fn fast_exp_in_range<L: Lanes>(l: L, x: L::F) -> L::F {
     let n_int = l.sub_i(l.to_bits(t), l.to_bits(magic));
     let r = l.fma(n, l.splat(-LN2_HI), x);
     let r = l.fma(n, l.splat(-LN2_LO), r);
-    let q = horner::<L, crate::mode::Fast, 4>(l, r, &FAST_EXP_Q);
+    let q = horner::<L, crate::lanes::Fast, 4>(l, r, &FAST_EXP_Q);
     let p = l.add(l.splat(1.0), l.fma(l.mul(r, r), q, r));
     // Normal in the whole clamp range: `exp(-87.3) > 2^-126`, `exp(88.3) < 2^128`.
     scale_exact(l, p, n, n_int)
@@ -280,8 +278,8 @@ mod tests {
     /// `[-87, 87]` (about 72 million values) and at the edges of the path.
     #[test]
     fn the_exponent_field_scale_is_the_product_wherever_the_callers_use_it() {
+        use crate::lanes::Exact;
         use crate::lanes::Scalar;
-        use crate::mode::Exact;
         let l = Scalar::new();
         // Every power of two the exps use, every `p` of [0.5, 2) (a superset of the
         // [0.70, 1.42] they produce) at a stride: where `p * 2^n` is normal the integer add is
@@ -326,8 +324,8 @@ mod tests {
 
     #[test]
     fn one_scale_path_equals_the_two_factor_form() {
+        use crate::lanes::Exact;
         use crate::lanes::Scalar;
-        use crate::mode::Exact;
         let l = Scalar::new();
         let edge = [
             86.0f32,

@@ -1,11 +1,12 @@
-//! [`Func`], the names of the element-wise functions, and their kernels in each mode.
+//! [`Func`], the names of the element-wise functions, their kernels in each mode, and
+//! [`MapSlice`], the entry point of every element-wise operator.
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::Kernel;
+use super::{Kernel, SrcDst};
 use crate::error::Error;
-use crate::mode::Mode;
+use crate::lanes::{LaneOp, Lanes, Mode, Supported, compiled_once_per_mode};
 
 /// An element-wise function of the crate.
 ///
@@ -76,7 +77,9 @@ impl Func {
         }
     }
 
-    /// Calls `v` with the kernel type of this function in mode `M`.
+    /// Calls `v` with the kernel type of this function in mode `M`. Always inlined: inside a
+    /// dispatch, the kernels must be compiled in the instruction set's trampoline.
+    #[inline(always)]
     pub(crate) fn visit<M: Mode, V: KernelVisitor>(self, v: V) -> V::Output {
         use super::{erf, exp, gelu, log, sigmoid, silu, tanh};
         match (self, M::FAST) {
@@ -86,7 +89,7 @@ impl Func {
             (Func::Log, _) => v.visit::<log::Log<M>>(),
             (Func::Sigmoid, _) => v.visit::<sigmoid::Sigmoid<M>>(),
             (Func::Tanh, true) => v.visit::<tanh::TanhRational>(),
-            (Func::Tanh, false) => v.visit::<tanh::Tanh<M>>(),
+            (Func::Tanh, false) => v.visit::<tanh::Tanh>(),
             (Func::Erf, true) => v.visit::<erf::ErfRational>(),
             (Func::Erf, false) => v.visit::<erf::Erf<M>>(),
             (Func::OnePlusErf, _) => v.visit::<erf::OnePlusErf<M>>(),
@@ -111,5 +114,141 @@ impl FromStr for Func {
             .into_iter()
             .find(|f| f.name() == s)
             .ok_or_else(|| Error::InvalidArgument(format!("unknown function {s:?}")))
+    }
+}
+
+/// `dst[i] = func(src[i])`, or `data[i] = func(data[i])` in place: the entry point of every
+/// element-wise operator. The function's kernel is chosen inside the dispatch, so each
+/// instruction set's trampoline holds the kernels of one mode.
+pub struct MapSlice<'a> {
+    /// The function.
+    pub func: Func,
+    /// Its input and output.
+    pub io: SrcDst<'a>,
+}
+
+impl LaneOp for MapSlice<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        self.func.visit::<M, _>(MapVisitor { l, io: self.io })
+    }
+}
+
+compiled_once_per_mode!(MapSlice<'_>);
+
+/// [`Kernel::map`] of the kernel a [`Func`] names, on the lanes `l`.
+struct MapVisitor<'a, L> {
+    l: L,
+    io: SrcDst<'a>,
+}
+
+impl<L: Lanes> KernelVisitor for MapVisitor<'_, L> {
+    type Output = ();
+    #[inline(always)]
+    fn visit<K: Kernel>(self) {
+        K::map(self.l, self.io)
+    }
+}
+
+/// `dst[i] = func(src[i])` in mode `M` on `isa`. `src` and `dst` have equal lengths (the
+/// callers check it).
+pub fn map_slice<M: Mode>(func: Func, isa: Supported, src: &[f32], dst: &mut [f32]) {
+    let io = SrcDst::new(src, dst);
+    MapSlice { func, io }.dispatch::<M>(isa)
+}
+
+/// `data[i] = func(data[i])` in mode `M` on `isa`.
+pub fn map_slice_in_place<M: Mode>(func: Func, isa: Supported, data: &mut [f32]) {
+    let io = SrcDst::in_place(data);
+    MapSlice { func, io }.dispatch::<M>(isa)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::{Exact, Fast, Isa};
+
+    /// The registers of a [`Lanes::Group`] (or a [`Lanes::WideGroup`]) through a kernel at
+    /// once give the bits of one lane at a time (the scalar path, whose group is one
+    /// register), for every function, mode and instruction set, out of place and in place, at
+    /// lengths that end in a partial register and in whole registers after the last group:
+    /// one odd value (a NaN, an infinity, a value past a
+    /// clamp or in another region of the algorithm) in one register of a group sends the
+    /// whole group down the slow path, which must change nothing for its other registers.
+    #[test]
+    fn a_group_gives_the_bits_of_its_registers_one_at_a_time() {
+        let odd = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1e-30,
+            -1e-40,
+            0.3,
+            -0.59,
+            0.61,
+            3.95,
+            -5.7,
+            20.0,
+            -87.5,
+            88.5,
+            -104.0,
+            200.0,
+            -1e30,
+        ];
+        for n in [64 * 64 + 13, 64 * 64 + 5 * 16 + 3] {
+            groups_against_scalar(n, &odd);
+        }
+    }
+
+    fn groups_against_scalar(n: usize, odd: &[f32]) {
+        let mut src: Vec<f32> = (0..n)
+            .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4093) as f32 / 4093.0))
+            .collect();
+        for (j, &v) in odd.iter().cycle().take(n / 41).enumerate() {
+            src[(j * 41 + j % 7) % n] = v;
+        }
+        let log_src: Vec<f32> = src.iter().map(|x| x.abs()).collect();
+        let scalar = Isa::Scalar.supported().unwrap();
+        for isa in Isa::available() {
+            let isa = isa.supported().unwrap();
+            for func in Func::ALL {
+                let src = if func == Func::Log { &log_src } else { &src };
+                for fast in [false, true] {
+                    let map = if fast {
+                        map_slice::<Fast>
+                    } else {
+                        map_slice::<Exact>
+                    };
+                    let map_in_place = if fast {
+                        map_slice_in_place::<Fast>
+                    } else {
+                        map_slice_in_place::<Exact>
+                    };
+                    let (mut grouped, mut single) = (vec![0f32; n], vec![0f32; n]);
+                    map(func, isa, src, &mut grouped);
+                    map(func, scalar, src, &mut single);
+                    let mut in_place = src.clone();
+                    map_in_place(func, isa, &mut in_place);
+                    for (i, (g, s)) in grouped.iter().zip(&single).enumerate() {
+                        assert_eq!(
+                            g.to_bits(),
+                            s.to_bits(),
+                            "{func} fast {fast} on {:?} at {i} of {n} (x = {:e})",
+                            isa.isa(),
+                            src[i]
+                        );
+                        assert_eq!(
+                            in_place[i].to_bits(),
+                            s.to_bits(),
+                            "{func} fast {fast} in place on {:?} at {i} of {n}",
+                            isa.isa()
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -6,7 +6,7 @@ use super::regions::TwoRegions;
 use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
 use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan};
 use crate::lanes::Lanes;
-use crate::mode::{Fast, Mode};
+use crate::lanes::{Fast, Mode};
 
 /// `1/sqrt(2)` in fp32.
 pub const FRAC_1_SQRT_2: f32 = 0.707_106_77;
@@ -178,8 +178,8 @@ kernel_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lanes::Exact;
     use crate::lanes::Scalar;
-    use crate::mode::Exact;
 
     /// The exact tanh-form GELU of a register of `|x| < GELU_TANH_IN_RANGE` (one test, no
     /// select, the exp untested) gives the general form's bits: every float of `[8.5, 9.5]` and

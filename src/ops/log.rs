@@ -5,9 +5,10 @@
 //! `s = f/(2+f)`; the exponent is added back with the split `ln 2`. Bound: 2.1 ulp.
 
 use super::exp::{LN2_HI, LN2_LO};
-use super::{ROUND_MAGIC, horner, kernel_type, nan_where_nan};
+use super::{horner, kernel_type, nan_where_nan};
 use crate::lanes::Lanes;
-use crate::mode::Mode;
+use crate::lanes::Mode;
+use crate::lanes::ROUND_MAGIC;
 
 /// `FLT_MIN`, the smallest normal float: below it the input is scaled by `2^24`.
 pub const LOG_SUBNORMAL: f32 = 1.175_494_35e-38;
@@ -96,7 +97,7 @@ kernel_type!(
 mod tests {
     use super::*;
     use crate::lanes::Isa;
-    use crate::mode::{Exact, Fast};
+    use crate::lanes::{Exact, Fast};
     use crate::ops::clean_form_test::{assert_clean_form_is_general_form, both_signs_and_a_sweep};
 
     /// The clean form (every lane a positive normal finite float) gives the general form's bits

@@ -15,7 +15,6 @@
 //! named constants); a test in each file pins their bit patterns.
 #![allow(clippy::excessive_precision, clippy::approx_constant)]
 
-pub mod axpy;
 #[cfg(test)]
 mod clean_form_test;
 pub mod erf;
@@ -35,23 +34,52 @@ pub mod softmax;
 pub mod tanh;
 
 use crate::lanes::Lanes;
-use crate::mode::Mode;
+use crate::lanes::Mode;
+
+/// The slices of a slice kernel: `dst = f(src)` (equal lengths), or `dst = f(dst)` in place
+/// when `src` is `None`.
+#[derive(Debug)]
+pub struct SrcDst<'a> {
+    /// The input, or `None` in place.
+    pub src: Option<&'a [f32]>,
+    /// The output (in place: the input too).
+    pub dst: &'a mut [f32],
+}
+
+impl<'a> SrcDst<'a> {
+    /// `dst = f(src)`; the lengths are equal (the callers check it).
+    pub fn new(src: &'a [f32], dst: &'a mut [f32]) -> Self {
+        debug_assert_eq!(src.len(), dst.len());
+        SrcDst {
+            src: Some(src),
+            dst,
+        }
+    }
+
+    /// `data = f(data)`.
+    pub fn in_place(data: &'a mut [f32]) -> Self {
+        SrcDst {
+            src: None,
+            dst: data,
+        }
+    }
+}
 
 /// An element-wise function over one register of lanes, passed to the drivers as a type so
 /// that it inlines into the instruction set's trampoline.
 pub trait Kernel: Sized + Send + Sync + 'static {
-    /// Whether the kernel calls [`Lanes::fma`].
-    const USES_FMA: bool;
+    /// The mode whose algorithm it is: the one it must be dispatched in (a fast-only kernel
+    /// fuses).
+    type Mode: Mode;
     /// The function, lane by lane.
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F;
-    /// `dst = f(src)` over a slice (equal lengths), or `dst = f(dst)` in place when `src` is
-    /// `None`: [`map::map_lanes`] (a register group at a time) unless the kernel has a faster
-    /// way to the same bits.
+    /// `f` over a slice, into another or in place: [`map::map_lanes`] (a register group at a
+    /// time) unless the kernel has a faster way to the same bits.
     #[inline(always)]
-    fn map<L: Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-        match src {
-            Some(src) => map::map_lanes::<L, Self>(l, src, dst),
-            None => map::map_lanes_in_place::<L, Self>(l, dst),
+    fn map<L: Lanes>(l: L, io: SrcDst<'_>) {
+        match io.src {
+            Some(src) => map::map_lanes::<L, Self>(l, src, io.dst),
+            None => map::map_lanes_in_place::<L, Self>(l, io.dst),
         }
     }
 }
@@ -68,8 +96,8 @@ macro_rules! kernel_type {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name<M>(core::marker::PhantomData<M>);
-        impl<M: $crate::mode::Mode> $crate::ops::Kernel for $name<M> {
-            const USES_FMA: bool = M::FAST;
+        impl<M: $crate::lanes::Mode> $crate::ops::Kernel for $name<M> {
+            type Mode = M;
             #[inline(always)]
             fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
                 $func::<L, M>(l, x)
@@ -88,7 +116,7 @@ macro_rules! fused_kernel_type {
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name;
         impl $crate::ops::Kernel for $name {
-            const USES_FMA: bool = true;
+            type Mode = $crate::lanes::Fast;
             #[inline(always)]
             fn apply<L: $crate::lanes::Lanes>(l: L, x: L::F) -> L::F {
                 $func(l, x)
@@ -104,14 +132,14 @@ pub(crate) use fused_kernel_type;
 macro_rules! wide_map {
     (wide) => {
         #[inline(always)]
-        fn map<L: $crate::lanes::Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-            $crate::ops::map::map_wide::<L, Self>(l, src, dst)
+        fn map<L: $crate::lanes::Lanes>(l: L, io: $crate::ops::SrcDst<'_>) {
+            $crate::ops::map::map_wide::<L, Self>(l, io)
         }
     };
     (regions) => {
         #[inline(always)]
-        fn map<L: $crate::lanes::Lanes>(l: L, src: Option<&[f32]>, dst: &mut [f32]) {
-            $crate::ops::regions::map_by_regions::<L, Self>(l, src, dst)
+        fn map<L: $crate::lanes::Lanes>(l: L, io: $crate::ops::SrcDst<'_>) {
+            $crate::ops::regions::map_by_regions::<L, Self>(l, io.src, io.dst)
         }
     };
 }
@@ -119,9 +147,6 @@ pub(crate) use wide_map;
 
 /// The canonical quiet NaN, `0x7FC00000`: every NaN result of the crate.
 pub const CANONICAL_NAN: f32 = f32::from_bits(0x7FC0_0000);
-
-/// `1.5 * 2^23`: adding and subtracting it rounds to the nearest integer (ties to even).
-pub const ROUND_MAGIC: f32 = 12_582_912.0;
 
 /// `|x|`: clears the sign bit.
 #[inline(always)]

@@ -7,8 +7,7 @@
 
 use super::map::map_registers_in_place;
 use super::nan_where_nan;
-use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::{Mode, compiled_once_per_mode};
+use crate::lanes::{LaneOp, Lanes, Mode, compiled_once_per_mode};
 
 /// Replaces every NaN of `data` with the canonical NaN, a register at a time.
 #[inline(always)]
@@ -32,41 +31,31 @@ fn mul_lanes<L: Lanes, M: Mode>(l: L, out: &mut [f32], up: &[f32]) {
     }
 }
 
-struct MulRow<'a, M> {
-    out: &'a mut [f32],
-    up: &'a [f32],
-    mode: core::marker::PhantomData<M>,
+/// `out[i] *= up[i]`: in exact mode in the exact floating-point environment and with a
+/// canonical NaN. `up` has `out`'s length (the caller checks it).
+pub struct MulRow<'a> {
+    /// The left factors, and the products.
+    pub out: &'a mut [f32],
+    /// The right factors.
+    pub up: &'a [f32],
 }
 
-impl<M: Mode> WithLanes for MulRow<'_, M> {
+impl LaneOp for MulRow<'_> {
     type Output = ();
-    const USES_FMA: bool = M::FAST;
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        debug_assert_eq!(self.out.len(), self.up.len());
         mul_lanes::<L, M>(l, self.out, self.up)
     }
 }
 
-compiled_once_per_mode! {
-    /// `out[i] *= up[i]` in mode `M` on `isa`: in exact mode in the exact floating-point
-    /// environment and with a canonical NaN. `up` has `out`'s length (the caller checks it).
-    pub fn mul_in_place_on(isa: Supported, out: &mut [f32], up: &[f32]) = mul_in_place_in_mode;
-}
-
-fn mul_in_place_in_mode<M: Mode>(isa: Supported, out: &mut [f32], up: &[f32]) {
-    debug_assert_eq!(out.len(), up.len());
-    isa.dispatch(MulRow::<M> {
-        out,
-        up,
-        mode: core::marker::PhantomData,
-    })
-}
+compiled_once_per_mode!(MulRow<'_>);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lanes::Isa;
-    use crate::mode::{Exact, Fast};
+    use crate::lanes::{Exact, Fast};
     use crate::ops::CANONICAL_NAN;
 
     #[test]
@@ -84,7 +73,11 @@ mod tests {
                 -0.5,
             ];
             let mut fast = out;
-            mul_in_place_on::<Exact>(isa, &mut out, &up);
+            MulRow {
+                out: &mut out,
+                up: &up,
+            }
+            .dispatch::<Exact>(isa);
             let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
             let canon = CANONICAL_NAN.to_bits();
             assert_eq!(
@@ -100,7 +93,11 @@ mod tests {
                 ],
                 "{isa:?}"
             );
-            mul_in_place_on::<Fast>(isa, &mut fast, &up);
+            MulRow {
+                out: &mut fast,
+                up: &up,
+            }
+            .dispatch::<Fast>(isa);
             assert!(fast[0].is_nan() && fast[3] == -4.5, "{isa:?}");
         }
     }

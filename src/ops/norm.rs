@@ -20,8 +20,7 @@
 
 use super::reduce::canonical_sum_of;
 use super::{abs, nan_where_nan};
-use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::{Mode, compiled_once_per_mode};
+use crate::lanes::{LaneOp, Lanes, Mode, compiled_once_per_mode};
 
 /// Below this variance, squares of differences may have been rounded as subnormals.
 const TINY_VAR: f32 = 7.888_609e-31; // 2^-100
@@ -205,48 +204,26 @@ fn normalise<L: Lanes, M: Mode, const SCALED: bool>(
     }
 }
 
-struct LayerNormRow<'a, M> {
-    row: &'a mut [f32],
-    gamma: &'a [f32],
-    beta: &'a [f32],
-    eps: f32,
-    mode: core::marker::PhantomData<M>,
+/// Layer normalisation of `row` in place. `gamma` and `beta` have the row's length (the
+/// caller checks it).
+pub struct LayerNormRow<'a> {
+    /// The row, in place.
+    pub row: &'a mut [f32],
+    /// The scale of each entry.
+    pub gamma: &'a [f32],
+    /// The shift of each entry.
+    pub beta: &'a [f32],
+    /// Added to the variance.
+    pub eps: f32,
 }
 
-impl<M: Mode> WithLanes for LayerNormRow<'_, M> {
+impl LaneOp for LayerNormRow<'_> {
     type Output = ();
-    const USES_FMA: bool = M::FAST;
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        debug_assert!(self.gamma.len() == self.row.len() && self.beta.len() == self.row.len());
         layer_norm_row::<L, M>(l, self.row, self.gamma, self.beta, self.eps)
     }
 }
 
-compiled_once_per_mode! {
-    /// Layer normalisation of `row` in place in mode `M` on `isa`. `gamma` and `beta` have the
-    /// row's length (the caller checks it).
-    pub fn layer_norm_row_on(
-        isa: Supported,
-        row: &mut [f32],
-        gamma: &[f32],
-        beta: &[f32],
-        eps: f32,
-    ) = layer_norm_row_in_mode;
-}
-
-fn layer_norm_row_in_mode<M: Mode>(
-    isa: Supported,
-    row: &mut [f32],
-    gamma: &[f32],
-    beta: &[f32],
-    eps: f32,
-) {
-    debug_assert!(gamma.len() == row.len() && beta.len() == row.len());
-    isa.dispatch(LayerNormRow::<M> {
-        row,
-        gamma,
-        beta,
-        eps,
-        mode: core::marker::PhantomData,
-    })
-}
+compiled_once_per_mode!(LayerNormRow<'_>);

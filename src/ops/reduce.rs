@@ -226,18 +226,17 @@ pub fn row_extremes_beside<L: Lanes>(
 #[cfg(test)]
 mod tests {
     use super::{RowExtremes, row_extremes};
-    use crate::lanes::{Isa, Lanes, WithLanes};
+    use crate::lanes::{Exact, Isa, LaneOp, Lanes, Mode};
 
     fn extremes_on(isa: Isa, row: &[f32]) -> RowExtremes {
         struct Op<'a>(&'a [f32]);
-        impl WithLanes for Op<'_> {
+        impl LaneOp for Op<'_> {
             type Output = RowExtremes;
-            const USES_FMA: bool = false;
-            fn run<L: Lanes>(self, l: L) -> RowExtremes {
+            fn run<L: Lanes, M: Mode>(self, l: L) -> RowExtremes {
                 row_extremes(l, self.0)
             }
         }
-        isa.supported().unwrap().dispatch(Op(row))
+        isa.supported().unwrap().dispatch::<Exact, _>(Op(row))
     }
 
     /// The maximum and the minimum wherever they lie (each of the running extremes, the

@@ -13,8 +13,8 @@
 //! `TwoRegions::by_regions` lane by lane, which the function's register form
 //! ([`super::Kernel::apply`]) must equal.
 
-use super::Kernel;
 use super::map::{map_lanes, map_lanes_in_place, map_wide};
+use super::{Kernel, SrcDst};
 use crate::lanes::{Lanes, MAX_WIDTH};
 
 /// A function computed by one of two formulas per lane, then finished lane by lane. Its
@@ -70,12 +70,11 @@ pub trait TwoRegions: Kernel {
 /// last register is a small cost.
 const CHUNK: usize = 1024;
 
-/// Region B's formula alone, over its buffer. It runs only inside the dispatch of the kernel it
-/// belongs to, so `USES_FMA` (which only a dispatch reads) is `R`'s.
+/// Region B's formula alone, over its buffer, inside the dispatch of the kernel it belongs to.
 struct FormulaB<R>(core::marker::PhantomData<R>);
 
 impl<R: TwoRegions> Kernel for FormulaB<R> {
-    const USES_FMA: bool = R::USES_FMA;
+    type Mode = R::Mode;
     #[inline(always)]
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         R::formula_b(l, x)
@@ -117,7 +116,13 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
         if register_form > 0 {
             register_form -= 1;
             match from {
-                _ if R::WIDE => map_wide::<L, R>(l, from, out),
+                _ if R::WIDE => map_wide::<L, R>(
+                    l,
+                    SrcDst {
+                        src: from,
+                        dst: out,
+                    },
+                ),
                 Some(from) => map_lanes::<L, R>(l, from, out),
                 None => map_lanes_in_place::<L, R>(l, out),
             }
@@ -150,7 +155,8 @@ fn chunk_by_regions<L: Lanes, R: TwoRegions>(
     let n_b = gather_b::<_, R>(l, src, dst, grouped..dst.len(), buf_b, n_b);
     // Its formula over its own lanes only, in whole registers (the lanes past the count are
     // left-overs, computed and never read).
-    map_wide::<L, FormulaB<R>>(l, None, &mut buf_b[..n_b.div_ceil(L::WIDTH) * L::WIDTH]);
+    let b_registers = &mut buf_b[..n_b.div_ceil(L::WIDTH) * L::WIDTH];
+    map_wide::<L, FormulaB<R>>(l, SrcDst::in_place(b_registers));
     // Back to the lanes, with region A's formula where a lane needs it, finished.
     let p_b = finish_lanes::<_, R>(l.group(), src, dst, 0..grouped, buf_b, 0);
     finish_lanes::<_, R>(l, src, dst, grouped..dst.len(), buf_b, p_b);
@@ -214,11 +220,10 @@ fn finish_lanes<X: Lanes, R: TwoRegions>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::{Isa, WithLanes};
-    use crate::mode::{Exact, Fast};
+    use crate::lanes::{Exact, Fast, Isa, LaneOp, Mode};
     use crate::ops::erf::Erf;
     use crate::ops::func::Func;
-    use crate::ops::map::{map_slice, map_slice_in_place};
+    use crate::ops::func::{map_slice, map_slice_in_place};
 
     /// `R` over `src` sorted by regions (in place when `in_place`), and register by register.
     struct Both<'a, R> {
@@ -227,10 +232,9 @@ mod tests {
         regions: core::marker::PhantomData<R>,
     }
 
-    impl<R: TwoRegions> WithLanes for Both<'_, R> {
+    impl<R: TwoRegions> LaneOp for Both<'_, R> {
         type Output = (Vec<f32>, Vec<f32>);
-        const USES_FMA: bool = R::USES_FMA;
-        fn run<L: Lanes>(self, l: L) -> Self::Output {
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let mut sorted = vec![0f32; self.src.len()];
             if self.in_place {
                 sorted.copy_from_slice(self.src);
@@ -247,11 +251,12 @@ mod tests {
     fn sorted_equals_by_register<R: TwoRegions>(name: &str, src: &[f32]) {
         for isa in Isa::available() {
             for in_place in [false, true] {
-                let (sorted, by_register) = isa.supported().unwrap().dispatch(Both::<R> {
-                    src,
-                    in_place,
-                    regions: core::marker::PhantomData,
-                });
+                let (sorted, by_register) =
+                    isa.supported().unwrap().dispatch::<R::Mode, _>(Both::<R> {
+                        src,
+                        in_place,
+                        regions: core::marker::PhantomData,
+                    });
                 for (i, (s, r)) in sorted.iter().zip(&by_register).enumerate() {
                     assert_eq!(
                         s.to_bits(),
@@ -332,7 +337,7 @@ mod tests {
     /// kernel once more per lane type for the tests: 40 s more build time.)
     #[test]
     fn sorted_kernels_give_the_scalar_bits_on_every_isa() {
-        fn check<M: crate::mode::Mode>(mode: &str) {
+        fn check<M: crate::lanes::Mode>(mode: &str) {
             let scalar = Isa::Scalar.supported().unwrap();
             for func in [Func::Erf, Func::OnePlusErf, Func::GeluErf] {
                 for src in inputs() {

@@ -6,7 +6,7 @@
 use super::exp::{EXP_ONE_SCALE, FAST_EXP_LOW, exp_in, exp_in_range, fast_exp, fast_exp_in_range};
 use super::{abs, all_abs_below, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
-use crate::mode::Mode;
+use crate::lanes::Mode;
 
 /// `sigmoid(x)`; canonical NaN for NaN. Fast mode: `+0` below `-87.3` (the fast exp's clamp).
 #[inline(always)]
@@ -70,7 +70,7 @@ kernel_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::{Isa, WithLanes};
+    use crate::lanes::{Fast, Isa, LaneOp};
     use crate::ops::clean_form_test::lane_bits;
 
     /// `x / (1 + e^-z)` of every `(x, z)` twice: on a register of that pair alone (the clean
@@ -78,10 +78,9 @@ mod tests {
     /// clamped form with its select), as bit pairs.
     struct BothPaths<'a>(&'a [(f32, f32)]);
 
-    impl WithLanes for BothPaths<'_> {
+    impl LaneOp for BothPaths<'_> {
         type Output = Vec<(u32, u32, bool)>;
-        const USES_FMA: bool = true;
-        fn run<L: Lanes>(self, l: L) -> Self::Output {
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let lane = |v: L::F, i: usize| lane_bits(l, v, i);
             self.0
                 .iter()
@@ -115,7 +114,10 @@ mod tests {
             .flat_map(|&z| [(1.0, z), (z, z), (-3.5, z)])
             .collect();
         for isa in Isa::available() {
-            let out = isa.supported().unwrap().dispatch(BothPaths(&pairs));
+            let out = isa
+                .supported()
+                .unwrap()
+                .dispatch::<Fast, _>(BothPaths(&pairs));
             for (&(x, z), (alone, beside_nan, clean)) in pairs.iter().zip(out) {
                 assert_eq!(alone, beside_nan, "{isa}: x {x:e}, z {z:e}");
                 assert_eq!(clean, (-z).abs() <= 87.3, "{isa}: z {z:e}");
@@ -136,7 +138,7 @@ mod tests {
     /// the general form's bits, every float of `[85.5, 86.5]` and more (see the helper).
     #[test]
     fn the_exact_in_range_form_is_the_general_form() {
-        use crate::mode::Exact;
+        use crate::lanes::Exact;
         use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
         assert_clean_form_is_general_form_near::<Sigmoid<Exact>>(85.5, 86.5);
         assert_clean_form_is_general_form_near::<crate::ops::silu::Silu<Exact>>(85.5, 86.5);

@@ -5,7 +5,7 @@ use super::exp::EXP_ONE_SCALE;
 use super::kernel_type;
 use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
 use crate::lanes::Lanes;
-use crate::mode::Mode;
+use crate::lanes::Mode;
 
 /// `x * sigmoid(x)`, the product rounded once. `silu(+inf) = +inf`; `silu(-inf) = -0`, the
 /// limit (the bare product `-inf * +0` would be NaN); canonical NaN for NaN.

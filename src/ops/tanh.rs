@@ -1,15 +1,13 @@
 //! `tanh` (spec, "tanh(x)"): an odd minimax polynomial below `|x| = 0.6`, `1 - 2/(e^2|x| + 1)`
 //! above, the sign OR-ed in last. Bound: 1.5 ulp.
 //!
-//! Fast mode: a rational fitted to tanh ([`tanh_rational`]), one division and no exp. (The
-//! exact algorithm with fused steps and the fast exp, [`tanh`] in [`crate::Fast`], was fast
-//! mode's tanh before: 1.9 ulp, but well behind ONNX Runtime's Tanh, since a register group
-//! of 64 lanes nearly always needs both of its branches.)
+//! Fast mode: a rational fitted to tanh ([`tanh_rational`]), one division and no exp. The
+//! spec's algorithm is exact mode's only: fused and with the fast exp it was slower than the
+//! rational (a register of many lanes nearly always needs both of its branches).
 
 use super::exp::{EXP_ONE_SCALE, EXP_Q, exp_in, exp_in_range, reduce_arg, scale_exact};
-use super::{abs, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
-use crate::lanes::Lanes;
-use crate::mode::{Exact, Mode};
+use super::{Kernel, abs, all_abs_below, fused_kernel_type, horner, nan_where_nan, sign_bit};
+use crate::lanes::{Exact, Lanes, Mode};
 
 /// Below this `|x|` the polynomial branch runs.
 pub const TANH_SMALL: f32 = 0.6;
@@ -24,22 +22,22 @@ pub const TANH_P: [f32; 5] = [
 
 /// The polynomial branch: `ax + ax*(z*P(z))`, `z = ax*ax`.
 #[inline(always)]
-fn tanh_small<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+fn tanh_small<L: Lanes>(l: L, ax: L::F) -> L::F {
     let z = l.mul(ax, ax);
-    let p = horner::<L, M, 5>(l, z, &TANH_P);
-    M::madd(l, ax, l.mul(z, p), ax)
+    let p = horner::<L, Exact, 5>(l, z, &TANH_P);
+    Exact::madd(l, ax, l.mul(z, p), ax)
 }
 
 /// The exponential branch: `1 - 2/(exp(ax+ax) + 1)`. `IN_RANGE`: every `ax < TANH_IN_RANGE`,
 /// so the exp takes its one-scale form without its own test.
 #[inline(always)]
-fn tanh_large<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, ax: L::F) -> L::F {
+fn tanh_large<L: Lanes, const IN_RANGE: bool>(l: L, ax: L::F) -> L::F {
     let one = l.splat(1.0);
     let ax2 = l.add(ax, ax);
     let e = if IN_RANGE {
-        exp_in_range::<L, M>(l, ax2)
+        exp_in_range::<L, Exact>(l, ax2)
     } else {
-        exp_in::<L, M>(l, ax2)
+        exp_in::<L, Exact>(l, ax2)
     };
     l.sub(one, l.div(l.splat(2.0), l.add(e, one)))
 }
@@ -48,7 +46,7 @@ fn tanh_large<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, ax: L::F) -> L::F {
 /// is NaN, and `exp(2|x|)` takes the exp's one-scale form (`2|x| < EXP_ONE_SCALE`).
 pub const TANH_IN_RANGE: f32 = EXP_ONE_SCALE / 2.0;
 
-/// `tanh(x)`; `tanh(-0) = -0`, `+-1` for `+-inf`, canonical NaN for NaN.
+/// Exact mode's `tanh(x)`; `tanh(-0) = -0`, `+-1` for `+-inf`, canonical NaN for NaN.
 ///
 /// On AVX-512 ([`Lanes::CHEAP_SELECT`], where [`tanh_both_in_one_pass`] runs), a register (a
 /// group of registers, where the map runs one as a lane type) whose lanes all have
@@ -57,30 +55,27 @@ pub const TANH_IN_RANGE: f32 = EXP_ONE_SCALE / 2.0;
 /// single test made the two-branch loop slower (the loop then holds the two-branch body
 /// twice, once per path), where sigmoid and SiLU gained from it.
 #[inline(always)]
-pub fn tanh<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
+pub fn tanh<L: Lanes>(l: L, x: L::F) -> L::F {
     if L::CHEAP_SELECT && all_abs_below(l, x, TANH_IN_RANGE) {
-        return l.or(tanh_of_abs::<L, M, true>(l, abs(l, x)), sign_bit(l, x));
+        return l.or(tanh_of_abs::<L, true>(l, abs(l, x)), sign_bit(l, x));
     }
-    let y = l.or(tanh_of_abs::<L, M, false>(l, abs(l, x)), sign_bit(l, x));
+    let y = l.or(tanh_of_abs::<L, false>(l, abs(l, x)), sign_bit(l, x));
     nan_where_nan(l, x, y)
 }
 
 /// `tanh(ax)` for `ax = |x|` by the spec's two branches (`IN_RANGE` as in [`tanh_large`]).
 #[inline(always)]
-fn tanh_of_abs<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, ax: L::F) -> L::F {
+fn tanh_of_abs<L: Lanes, const IN_RANGE: bool>(l: L, ax: L::F) -> L::F {
     let small = l.lt(ax, l.splat(TANH_SMALL));
     // Whole-register shortcuts: a branch no lane takes is skipped (it changes no bit).
     if l.all(small) {
-        tanh_small::<L, M>(l, ax)
+        tanh_small::<L>(l, ax)
     } else if !l.any(small) {
-        tanh_large::<L, M, IN_RANGE>(l, ax)
-    } else if IN_RANGE && !M::FAST && L::CHEAP_SELECT {
+        tanh_large::<L, IN_RANGE>(l, ax)
+    } else if IN_RANGE && L::CHEAP_SELECT {
         tanh_both_in_one_pass(l, ax, small)
     } else {
-        let (s, g) = (
-            tanh_small::<L, M>(l, ax),
-            tanh_large::<L, M, IN_RANGE>(l, ax),
-        );
+        let (s, g) = (tanh_small::<L>(l, ax), tanh_large::<L, IN_RANGE>(l, ax));
         l.select(small, s, g)
     }
 }
@@ -126,14 +121,22 @@ fn tanh_both_in_one_pass<L: Lanes>(l: L, ax: L::F, small: L::M) -> L::F {
     l.select(small, sum, large)
 }
 
-kernel_type!(
-    /// Kernel of [`tanh`]: four AVX-512 registers per step, not eight. With both branches in
-    /// one pass the loop is one long chain of alternating multiplies and adds per register,
-    /// and eight registers' worth (about 400 instructions) outgrows the window in which the
-    /// core overlaps one step's end with the next one's start. The one-pass form gains over
-    /// the two-branch form with four registers only, not with eight or two (BENCHMARKS.md).
-    Tanh => tanh
-);
+/// Kernel of [`tanh`], exact mode's (fast mode's is [`TanhRational`]): four AVX-512 registers
+/// per step, not eight. With both branches in one pass the loop is one long chain of
+/// alternating multiplies and adds per register, and eight registers' worth (about 400
+/// instructions) outgrows the window in which the core overlaps one step's end with the next
+/// one's start. The one-pass form gains over the two-branch form with four registers only, not
+/// with eight or two (BENCHMARKS.md).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tanh;
+
+impl Kernel for Tanh {
+    type Mode = Exact;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        tanh(l, x)
+    }
+}
 
 /// From this `|x|` on, fast mode's tanh is `+-1` (`tanh` rounds to 1 in f32 from 9.011 on).
 pub const TANH_FAST_CLAMP: f32 = 9.02;
@@ -191,8 +194,8 @@ pub fn tanh_rational<L: Lanes>(l: L, x: L::F) -> L::F {
 #[inline(always)]
 fn rational_tanh_of_abs<L: Lanes>(l: L, c: L::F) -> L::F {
     let z = l.mul(c, c);
-    let p = horner::<L, crate::mode::Fast, 5>(l, z, &TANH_FAST_P);
-    let q = horner::<L, crate::mode::Fast, 5>(l, z, &TANH_FAST_Q);
+    let p = horner::<L, crate::lanes::Fast, 5>(l, z, &TANH_FAST_P);
+    let q = horner::<L, crate::lanes::Fast, 5>(l, z, &TANH_FAST_Q);
     l.min(l.div(l.mul(c, p), q), l.splat(1.0))
 }
 
@@ -204,27 +207,22 @@ fused_kernel_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::{Isa, WithLanes};
+    use crate::lanes::{Isa, LaneOp};
     use crate::ops::clean_form_test::{assert_clean_form_is_general_form, both_signs_and_a_sweep};
 
     /// The exact tanh of `|x|` by both branches in one pass and by the spec's two branches and
     /// a select, register by register, as bit pairs (lanes past the end of `xs` left out).
     struct OnePassAndTwoBranches<'a>(&'a [f32]);
 
-    impl WithLanes for OnePassAndTwoBranches<'_> {
+    impl LaneOp for OnePassAndTwoBranches<'_> {
         type Output = Vec<(u32, u32)>;
-        const USES_FMA: bool = false;
-        fn run<L: Lanes>(self, l: L) -> Self::Output {
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let mut out = Vec::new();
             for chunk in self.0.chunks(L::WIDTH) {
                 let ax = abs(l, l.load_partial(chunk, 0.0));
                 let small = l.lt(ax, l.splat(TANH_SMALL));
                 let one_pass = tanh_both_in_one_pass(l, ax, small);
-                let two = l.select(
-                    small,
-                    tanh_small::<L, Exact>(l, ax),
-                    tanh_large::<L, Exact, true>(l, ax),
-                );
+                let two = l.select(small, tanh_small::<L>(l, ax), tanh_large::<L, true>(l, ax));
                 let (mut a, mut b) = (
                     [0f32; crate::lanes::MAX_WIDTH],
                     [0f32; crate::lanes::MAX_WIDTH],
@@ -255,7 +253,7 @@ mod tests {
             let pairs = isa
                 .supported()
                 .unwrap()
-                .dispatch(OnePassAndTwoBranches(&xs));
+                .dispatch::<Exact, _>(OnePassAndTwoBranches(&xs));
             for (&x, (one_pass, two)) in xs.iter().zip(pairs) {
                 assert_eq!(one_pass, two, "{isa}: x {x:e}");
             }
@@ -284,10 +282,9 @@ mod tests {
     /// its own test above.
     #[test]
     fn the_exact_in_range_form_is_the_general_form() {
-        use crate::mode::Exact;
         use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
-        assert_clean_form_is_general_form_near::<Tanh<Exact>>(42.5, 43.5);
-        assert_clean_form_is_general_form_near::<Tanh<Exact>>(0.59, 0.61);
+        assert_clean_form_is_general_form_near::<Tanh>(42.5, 43.5);
+        assert_clean_form_is_general_form_near::<Tanh>(0.59, 0.61);
     }
 
     #[test]

@@ -31,13 +31,12 @@ use rayon::prelude::*;
 use super::Session;
 use super::softmax::Mask;
 use crate::epilogue::Identity;
+use crate::gemm::RaggedProduct;
 use crate::lanes::exact_scalar;
 use crate::ops::CANONICAL_NAN;
-use crate::ops::axpy::ragged_row_products_on;
-use crate::ops::softmax::{
-    MaskedRow, OnlineSoftmax, ScoreMask, masked_softmax_row_on, online_update_rows,
-    ragged_softmax_rows_on,
-};
+use crate::ops::softmax::MaskedRow;
+use crate::ops::softmax::online::{OnlineSoftmax, OnlineUpdateRows};
+use crate::ops::softmax::scores::{MaskedSoftmaxRow, RaggedSoftmaxRows, ScoreMask};
 use crate::rows::{with_bool_row, with_row};
 use crate::{Error, Mode};
 
@@ -641,11 +640,26 @@ impl<M: Mode> Session<M> {
         let policy = MaskedRow::Zero;
         if plan.limits_only() {
             // Masked by limits only: every row in one dispatch.
-            ragged_softmax_rows_on::<M>(self.isa, &mut scores, end, plan.scale, &limits, policy);
+            let (scores, scale, ends) = (&mut scores[..], plan.scale, &limits[..]);
+            RaggedSoftmaxRows {
+                scores,
+                cols: end,
+                scale,
+                ends,
+                policy,
+            }
+            .dispatch::<M>(self.isa);
         } else {
             for (i, row) in scores.chunks_exact_mut(end).enumerate() {
                 plan.with_row_mask((b, h, q0 + i), (0, end), |mask| {
-                    masked_softmax_row_on::<M>(self.isa, row, plan.scale, mask, policy)
+                    let scale = plan.scale;
+                    MaskedSoftmaxRow {
+                        row,
+                        scale,
+                        mask,
+                        policy,
+                    }
+                    .dispatch::<M>(self.isa)
                 });
             }
         }
@@ -673,7 +687,7 @@ impl<M: Mode> Session<M> {
 
     /// `P V` with each row over the keys it sees, so that a key it cannot see never enters its
     /// sum, whatever its value row holds (`0 x inf` would be NaN): row `i` over its keys
-    /// `[0, limits[i])` in increasing order from `+0` (`ops::axpy::ragged_row_products`, four
+    /// `[0, limits[i])` in increasing order from `+0` (`gemm::RaggedProduct`, four
     /// rows sharing each value row), and each row of `sparse` over its own list of keys, in the
     /// same order. Skipping a hidden key's `+0` weight changes no bit of a sum over finite
     /// values (a sum from `+0` is never `-0`, so adding `±0` leaves it as it is).
@@ -687,13 +701,31 @@ impl<M: Mode> Session<M> {
         v_rows: &[&[f32]],
     ) {
         let v_dim = pv.len() / limits.len().max(1);
-        ragged_row_products_on::<M>(self.isa, pv, v_dim, p, ldp, limits, v_rows);
+        let (cols, lens, rows) = (v_dim, limits, v_rows);
+        RaggedProduct {
+            out: pv,
+            cols,
+            p,
+            ldp,
+            lens,
+            rows,
+        }
+        .dispatch::<M>(self.isa);
         for (i, keys) in sparse {
             let weights: Vec<f32> = keys.iter().map(|&j| p[i * ldp + j]).collect();
             let rows: Vec<&[f32]> = keys.iter().map(|&j| v_rows[j]).collect();
             let n = keys.len();
             let out = &mut pv[i * v_dim..(i + 1) * v_dim];
-            ragged_row_products_on::<M>(self.isa, out, v_dim, &weights, n, &[n], &rows);
+            let (p, lens, rows) = (&weights[..], &[n][..], &rows[..]);
+            RaggedProduct {
+                out,
+                cols: v_dim,
+                p,
+                ldp: n,
+                lens,
+                rows,
+            }
+            .dispatch::<M>(self.isa);
         }
     }
 
@@ -736,7 +768,16 @@ impl<M: Mode> Session<M> {
             let weights = vec![1.0 / n as f32; n];
             let mut copy = Vec::new();
             let rows = row_slices(&v, &mut copy);
-            ragged_row_products_on::<M>(self.isa, &mut mean, v_dim, &weights, n, &[n], &rows);
+            let (out, p, lens, rows) = (&mut mean[..], &weights[..], &[n][..], &rows[..]);
+            RaggedProduct {
+                out,
+                cols: v_dim,
+                p,
+                ldp: n,
+                lens,
+                rows,
+            }
+            .dispatch::<M>(self.isa);
         }
         mean
     }
@@ -773,15 +814,15 @@ impl<M: Mode> Session<M> {
             }
             if plan.limits_only() {
                 // Masked by limits only: every row of the tile in one dispatch.
-                online_update_rows::<M>(
-                    &mut state,
-                    self.isa,
-                    scores,
-                    width,
-                    plan.scale,
-                    &ends,
-                    &mut rescale,
-                );
+                OnlineUpdateRows {
+                    states: &mut state,
+                    tile: scores,
+                    cols: width,
+                    scale: plan.scale,
+                    ends: &ends,
+                    rescale: &mut rescale,
+                }
+                .dispatch::<M>(self.isa);
             } else {
                 for (i, (row, st)) in scores.chunks_exact_mut(width).zip(&mut state).enumerate() {
                     rescale[i] = plan.with_row_mask((b, h, q0 + i), (k0, k1), |mask| {

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::walk::smallest_stride_axis;
 use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
 use crate::error::same_shape;
-use crate::ops::nan::mul_in_place_on;
+use crate::ops::nan::MulRow;
 use crate::rows::{with_row, with_row_mut};
 use crate::{Element, Error, Func, Mode};
 
@@ -166,7 +166,7 @@ impl<M: Mode> Session<M> {
                 *o *= *u;
             }
         } else {
-            mul_in_place_on::<M>(self.isa, out, up);
+            MulRow { out, up }.dispatch::<M>(self.isa);
         }
     }
 

@@ -12,7 +12,7 @@ use ndarray::{Array2, Array3, ArrayRef2, ArrayRef3, Ix2, Ix3};
 use super::Session;
 use crate::epilogue::{Activation, Bias, BiasActivation, TileEpilogue};
 use crate::error::same_shape;
-use crate::gemm::{Item, Operand, PackedMatrix, Rhs, gemm, operand};
+use crate::gemm::{Gemm, Item, Operand, PackedMatrix, Rhs, operand};
 use crate::{Error, Func, Mode};
 
 /// Multiply-adds that count as one element of element-wise work against the session's
@@ -255,18 +255,36 @@ impl<M: Mode> Session<M> {
         BiasActivation::new(bias, self.activation(func))
     }
 
-    fn gemm(
+    fn gemm<'a>(
         &self,
-        items: Vec<Item<'_>>,
+        items: Vec<Item<'a>>,
         work: usize,
         k: usize,
-        epilogue: &dyn TileEpilogue,
+        epilogue: &'a dyn TileEpilogue,
         batched: bool,
     ) -> Result<(), Error> {
         if self.parallel(work) {
-            self.install(|| gemm::<M>(self.isa, true, items, k, epilogue, batched))
+            self.install(|| {
+                let parallel = true;
+                Gemm {
+                    parallel,
+                    items,
+                    k,
+                    epilogue,
+                    batched,
+                }
+                .dispatch::<M>(self.isa)
+            })
         } else {
-            gemm::<M>(self.isa, false, items, k, epilogue, batched)
+            let parallel = false;
+            Gemm {
+                parallel,
+                items,
+                k,
+                epilogue,
+                batched,
+            }
+            .dispatch::<M>(self.isa)
         }
     }
 }

@@ -242,12 +242,12 @@ impl<M: Mode> Session<M> {
 
     /// The slice kernel of `func` in place on `f32` data, on the session's instruction set.
     pub(crate) fn kernel_in_place(&self, func: Func, data: &mut [f32]) {
-        ops::map::map_slice_in_place::<M>(func, self.isa, data)
+        ops::func::map_slice_in_place::<M>(func, self.isa, data)
     }
 
     /// The slice kernel of `func` from `src` into `dst` (equal lengths).
     pub(crate) fn kernel_into(&self, func: Func, src: &[f32], dst: &mut [f32]) {
-        ops::map::map_slice::<M>(func, self.isa, src, dst)
+        ops::func::map_slice::<M>(func, self.isa, src, dst)
     }
 }
 

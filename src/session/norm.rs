@@ -5,7 +5,7 @@ use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 use super::Session;
 use super::rows::{Rows, no_extra};
 use crate::error::same_shape;
-use crate::ops::norm::layer_norm_row_on;
+use crate::ops::norm::LayerNormRow;
 use crate::rows::with_row;
 use crate::{Element, Error, Mode};
 
@@ -38,7 +38,14 @@ impl<M: Mode> Session<M> {
             with_row(beta.view(), |b| {
                 let rows = Rows::InPlace(x.view_mut().into_dyn());
                 rows.for_each(self, axis, extra.view(), |row, &()| {
-                    layer_norm_row_on::<M>(isa, row, g, b, eps)
+                    let (gamma, beta) = (g, b);
+                    LayerNormRow {
+                        row,
+                        gamma,
+                        beta,
+                        eps,
+                    }
+                    .dispatch::<M>(isa)
                 })
             })
         });
@@ -62,7 +69,14 @@ impl<M: Mode> Session<M> {
         with_row(gamma.view(), |g| {
             with_row(beta.view(), |b| {
                 rows.for_each(self, axis, extra.view(), |row, &()| {
-                    layer_norm_row_on::<M>(isa, row, g, b, eps)
+                    let (gamma, beta) = (g, b);
+                    LayerNormRow {
+                        row,
+                        gamma,
+                        beta,
+                        eps,
+                    }
+                    .dispatch::<M>(isa)
                 })
             })
         });

@@ -8,10 +8,9 @@ use ndarray::{Array, Array1, ArrayRef, ArrayView1, ArrayViewD, Axis, Dimension, 
 use super::Session;
 use super::rows::{Rows, no_extra};
 use crate::error::same_shape;
-use crate::ops::softmax::{
-    MaskedRow, ScoreMask, masked_softmax_row_on, softmax_row_into_on, softmax_row_on,
-    softmax_rows_on,
-};
+use crate::ops::SrcDst;
+use crate::ops::softmax::scores::{MaskedSoftmaxRow, ScoreMask};
+use crate::ops::softmax::{MaskedRow, SoftmaxRow, SoftmaxRows};
 use crate::rows::{with_bool_row, with_row};
 use crate::{Element, Error, Mode};
 
@@ -186,7 +185,8 @@ impl<M: Mode> Session<M> {
         // (and log-softmax) row by row; the bits are the same.
         if !log_form
             && target.for_each_row_block(self, axis, |src, dst, cols| {
-                softmax_rows_on::<M>(isa, src, dst, cols, policy)
+                let io = SrcDst { src, dst };
+                SoftmaxRows { io, cols, policy }.dispatch::<M>(isa)
             })
         {
             return Ok(());
@@ -194,8 +194,24 @@ impl<M: Mode> Session<M> {
         target.for_each_src_dst(
             self,
             axis,
-            |row| softmax_row_on::<M>(isa, row, policy, log_form),
-            |src, dst| softmax_row_into_on::<M>(isa, src, dst, policy, log_form),
+            |row| {
+                let io = SrcDst::in_place(row);
+                SoftmaxRow {
+                    io,
+                    policy,
+                    log_form,
+                }
+                .dispatch::<M>(isa)
+            },
+            |src, dst| {
+                let io = SrcDst::new(src, dst);
+                SoftmaxRow {
+                    io,
+                    policy,
+                    log_form,
+                }
+                .dispatch::<M>(isa)
+            },
         );
         Ok(())
     }
@@ -221,7 +237,13 @@ impl<M: Mode> Session<M> {
         let last = Axis(nd - 1);
         let (isa, policy) = (self.isa, self.masked_row);
         let row = move |row: &mut [f32], mask: ScoreMask<'_>| {
-            masked_softmax_row_on::<M>(isa, row, scale, mask, policy)
+            MaskedSoftmaxRow {
+                row,
+                scale,
+                mask,
+                policy,
+            }
+            .dispatch::<M>(isa)
         };
         match mask {
             Mask::None => {

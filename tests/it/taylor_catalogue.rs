@@ -18,6 +18,33 @@
 use crate::common::{float_range, special_values, ulp_error};
 use activation_kernels::{exact, taylor};
 
+/// The module's constants, by the bit patterns `taylor-expf.md` gives them.
+mod constants {
+    /// `fl(1/ln 2)`.
+    pub const LOG2E: f32 = f32::from_bits(0x3FB8_AA3B);
+    /// `L_hi = 355/512`.
+    pub const L_HI: f32 = f32::from_bits(0x3F31_8000);
+    /// `L_lo = fl(ln 2 - 355/512)`.
+    pub const L_LO: f32 = f32::from_bits(0xB95E_8083);
+    /// `1/j!`, highest degree first.
+    pub const COEFFS: [f32; 8] = [
+        f32::from_bits(0x3950_0D01),
+        f32::from_bits(0x3AB6_0B61),
+        f32::from_bits(0x3C08_8889),
+        f32::from_bits(0x3D2A_AAAB),
+        f32::from_bits(0x3E2A_AAAB),
+        0.5,
+        1.0,
+        1.0,
+    ];
+    /// The largest `x` with a finite result.
+    pub const OVERFLOW: f32 = f32::from_bits(0x42B1_7217);
+    /// Below it the result is `+0`.
+    pub const UNDERFLOW: f32 = f32::from_bits(0xC2CF_F1B4);
+    /// `1.5 * 2^23`: `(t + MAGIC) - MAGIC` rounds `t` to an integer, ties to even.
+    pub const MAGIC: f32 = 12_582_912.0;
+}
+
 /// A scalar exp under test.
 type Scalar<'a> = &'a dyn Fn(f32) -> f32;
 /// An array exp in the C interface's shape `tl_exp_f32(x, y, n)`: `y[i] = exp(x[i])` for
@@ -499,21 +526,21 @@ fn model(v: Variant, x: f32) -> f32 {
         return f32::NAN;
     }
     let overflows = if v == S05OverflowGe {
-        x >= taylor::OVERFLOW
+        x >= constants::OVERFLOW
     } else {
-        x > taylor::OVERFLOW
+        x > constants::OVERFLOW
     };
     if overflows {
         return f32::INFINITY;
     }
-    if v != S07NoUnderflowCutoff && x < taylor::UNDERFLOW {
+    if v != S07NoUnderflowCutoff && x < constants::UNDERFLOW {
         return 0.0;
     }
     let (k, kf) = if v == S03TruncatedK {
         let k = c_int(x / std::f32::consts::LN_2);
         (k, k as f32)
     } else {
-        let kf = (x * taylor::LOG2E + taylor::MAGIC) - taylor::MAGIC;
+        let kf = (x * constants::LOG2E + constants::MAGIC) - constants::MAGIC;
         (c_int(kf), kf)
     };
     // s02 writes the pitfall's literal, the float nearest ln 2.
@@ -521,12 +548,12 @@ fn model(v: Variant, x: f32) -> f32 {
     let r = if v == S02SingleProduct {
         x - kf * 0.693_147_18
     } else {
-        (x - kf * taylor::L_HI) - kf * taylor::L_LO
+        (x - kf * constants::L_HI) - kf * constants::L_LO
     };
     let coeffs: &[f32] = if v == S01DegreeSix {
-        &taylor::COEFFS[1..]
+        &constants::COEFFS[1..]
     } else {
-        &taylor::COEFFS
+        &constants::COEFFS
     };
     let mut p = coeffs[0];
     for &c in &coeffs[1..] {

@@ -31,18 +31,19 @@
 #![allow(clippy::excessive_precision)]
 
 use crate::error::Error;
+use crate::lanes::ROUND_MAGIC;
 
 /// `fl(1/ln 2) = 1.442695`, `0x3FB8AA3B`: `k` is the integer nearest `x * LOG2E`.
-pub const LOG2E: f32 = 1.442_695_040_888_963_4;
+pub(crate) const LOG2E: f32 = 1.442_695_040_888_963_4;
 /// `L_hi = 355/512 = 0.693359375`, `0x3F318000`: 9 significant bits, so `k * L_HI` is exact for
 /// `|k| <= 150`.
-pub const L_HI: f32 = 0.693_359_375;
+pub(crate) const L_HI: f32 = 0.693_359_375;
 /// `L_lo = fl(ln 2 - 355/512) = -2.1219444e-4`, `0xB95E8083` (negative: `L_hi > ln 2`).
-pub const L_LO: f32 = -2.121_944_400_547_137_7e-4;
+pub(crate) const L_LO: f32 = -2.121_944_400_547_137_7e-4;
 /// The Taylor coefficients `1/j!`, highest degree first: `1/5040` (`0x39500D01`), `1/720`
 /// (`0x3AB60B61`), `1/120` (`0x3C088889`), `1/24` (`0x3D2AAAAB`), `1/6` (`0x3E2AAAAB`), `1/2`
 /// (`0x3F000000`), `1` and `1` (`0x3F800000`), each the float nearest the fraction.
-pub const COEFFS: [f32; 8] = [
+pub(crate) const COEFFS: [f32; 8] = [
     1.0 / 5040.0,
     1.0 / 720.0,
     1.0 / 120.0,
@@ -54,12 +55,9 @@ pub const COEFFS: [f32; 8] = [
 ];
 /// The largest `x` with a finite result, `0x1.62e42ep+6 = 88.7228317`, `0x42B17217`; above it
 /// the result is `+inf`.
-pub const OVERFLOW: f32 = 88.722_831_7;
+pub(crate) const OVERFLOW: f32 = 88.722_831_7;
 /// `fl(ln 2^-150) = -103.97208`, `0xC2CFF1B4`; below it the result is `+0`.
-pub const UNDERFLOW: f32 = -103.972_08;
-/// `1.5 * 2^23`, `0x4B400000`: `(t + MAGIC) - MAGIC` rounds `t` to an integer, ties to even.
-pub const MAGIC: f32 = 12_582_912.0;
-
+pub(crate) const UNDERFLOW: f32 = -103.972_08;
 /// `2^k` from its exponent field, for `-126 <= k <= 127`.
 #[inline(always)]
 fn pow2i(k: i32) -> f32 {
@@ -68,7 +66,7 @@ fn pow2i(k: i32) -> f32 {
 }
 
 /// `e^x` by the module's degree-7 Taylor algorithm: within 1.21 ulp where `e^x` is normal,
-/// `+inf` above [`OVERFLOW`], `+0` below [`UNDERFLOW`] and at `-inf`, canonical NaN for NaN.
+/// `+inf` above `88.7228317`, `+0` below `-103.97208` and at `-inf`, canonical NaN for NaN.
 #[inline]
 pub fn expf(x: f32) -> f32 {
     if x.is_nan() {
@@ -81,7 +79,7 @@ pub fn expf(x: f32) -> f32 {
         return 0.0;
     }
     // k: here |x * LOG2E| <= 150, so the magic-number sum rounds it to an integer exactly once.
-    let kf = (x * LOG2E + MAGIC) - MAGIC;
+    let kf = (x * LOG2E + ROUND_MAGIC) - ROUND_MAGIC;
     let k = kf as i32;
     // Cody-Waite: kf * L_HI and x - kf * L_HI are exact.
     let r = (x - kf * L_HI) - kf * L_LO;
@@ -134,7 +132,7 @@ mod tests {
         );
         assert_eq!(OVERFLOW.to_bits(), 0x42B1_7217);
         assert_eq!(UNDERFLOW.to_bits(), 0xC2CF_F1B4);
-        assert_eq!(MAGIC.to_bits(), 0x4B40_0000);
+        assert_eq!(ROUND_MAGIC.to_bits(), 0x4B40_0000);
         let c: Vec<u32> = COEFFS.iter().map(|c| c.to_bits()).collect();
         assert_eq!(
             c,
@@ -169,7 +167,7 @@ mod tests {
     #[test]
     fn worked_example_steps() {
         // Section 3, x = 1: k = 1, x - k L_hi = 0.306640625 exactly, r = 0.30685282.
-        let kf = (1.0f32 * LOG2E + MAGIC) - MAGIC;
+        let kf = (1.0f32 * LOG2E + ROUND_MAGIC) - ROUND_MAGIC;
         assert_eq!(kf, 1.0);
         assert_eq!(1.0 - kf * L_HI, 0.306_640_625);
         assert_eq!((1.0 - kf * L_HI) - kf * L_LO, 0.306_852_82);
@@ -178,7 +176,7 @@ mod tests {
 
     #[test]
     fn k_rounds_ties_to_even() {
-        // t + MAGIC - MAGIC on exact halves: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0, -1.5 -> -2.
+        // t + M - M on exact halves: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0, -1.5 -> -2.
         for (t, k) in [
             (0.5f32, 0.0f32),
             (1.5, 2.0),
@@ -186,7 +184,7 @@ mod tests {
             (-0.5, 0.0),
             (-1.5, -2.0),
         ] {
-            assert_eq!((t + MAGIC) - MAGIC, k, "{t}");
+            assert_eq!((t + ROUND_MAGIC) - ROUND_MAGIC, k, "{t}");
         }
     }
 

@@ -1,11 +1,12 @@
-//! Rows continued by a sequence of scaled rows: `acc = madd(c[k], rows[k], acc)` for `k`
-//! increasing, vectorised across the row, a few rows at a time, each row with its own length
-//! (attention's `P V`). Each element of `acc` is one lane through the whole sequence, so an
-//! exact sum here has the bits of the same sequential sum written as one loop.
+//! The ragged product: `out = P R` where row `r` of `P` sums over its own first `lens[r]` rows
+//! of `R` (attention's `P V` under a causal mask or key lengths). Register-blocked: a few rows
+//! of `out` at a time share each load of a row of `R`, `acc = madd(p[k], R[k], acc)` for `k`
+//! increasing, vectorised across the row. Each element of `out` is one lane through the whole
+//! sequence, so an exact sum here has the bits of the same sequential sum written as one loop
+//! (the GEMM's and the GEMV's bits for rows of full length).
 
-use super::nan::canonical_nan_lanes;
-use crate::lanes::{Lanes, Supported, WithLanes};
-use crate::mode::{Mode, compiled_once_per_mode};
+use crate::lanes::{LaneOp, Lanes, Mode, compiled_once_per_mode};
+use crate::ops::nan::canonical_nan_lanes;
 
 /// `acc[j] = M::madd(coeffs[k], rows[k][j], acc[j])` for `k = 0, 1, ...` in order (exact: the
 /// product rounded, then the sum; fast: one fused multiply-add), over the keys that have both a
@@ -137,22 +138,26 @@ pub fn ragged_row_products<L: Lanes, M: Mode>(
     }
 }
 
-/// [`ragged_row_products`] inside a dispatch.
-struct RaggedRows<'a, M> {
-    out: &'a mut [f32],
-    cols: usize,
-    p: &'a [f32],
-    ldp: usize,
-    lens: &'a [usize],
-    rows: &'a [&'a [f32]],
-    mode: core::marker::PhantomData<M>,
+/// [`ragged_row_products`]; in exact mode every NaN of the result is the canonical one.
+pub(crate) struct RaggedProduct<'a> {
+    /// The result: rows of `cols`.
+    pub out: &'a mut [f32],
+    /// Values per row of `out`.
+    pub cols: usize,
+    /// The coefficients: row `r` at `p[r * ldp..]`.
+    pub p: &'a [f32],
+    /// The distance between rows of `p`.
+    pub ldp: usize,
+    /// How many of `rows` row `r` of `out` sums.
+    pub lens: &'a [usize],
+    /// The rows summed.
+    pub rows: &'a [&'a [f32]],
 }
 
-impl<M: Mode> WithLanes for RaggedRows<'_, M> {
+impl LaneOp for RaggedProduct<'_> {
     type Output = ();
-    const USES_FMA: bool = M::FAST;
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
         ragged_row_products::<L, M>(
             l, self.out, self.cols, self.p, self.ldp, self.lens, self.rows,
         );
@@ -162,45 +167,13 @@ impl<M: Mode> WithLanes for RaggedRows<'_, M> {
     }
 }
 
-compiled_once_per_mode! {
-    /// [`ragged_row_products`] on `isa`; in exact mode every NaN of the result is the
-    /// canonical one.
-    pub(crate) fn ragged_row_products_on(
-        isa: Supported,
-        out: &mut [f32],
-        cols: usize,
-        p: &[f32],
-        ldp: usize,
-        lens: &[usize],
-        rows: &[&[f32]],
-    ) = ragged_row_products_in_mode;
-}
-
-fn ragged_row_products_in_mode<M: Mode>(
-    isa: Supported,
-    out: &mut [f32],
-    cols: usize,
-    p: &[f32],
-    ldp: usize,
-    lens: &[usize],
-    rows: &[&[f32]],
-) {
-    isa.dispatch(RaggedRows::<M> {
-        out,
-        cols,
-        p,
-        ldp,
-        lens,
-        rows,
-        mode: core::marker::PhantomData,
-    })
-}
+compiled_once_per_mode!(RaggedProduct<'_>);
 
 #[cfg(test)]
 mod tests {
-    use super::ragged_row_products_on;
+    use super::RaggedProduct;
     use crate::lanes::Isa;
-    use crate::mode::{Exact, Fast, Mode};
+    use crate::lanes::{Exact, Fast, Mode};
 
     /// Every row the sequential sum over its own keys from `+0`, written as one loop (exact:
     /// the product rounded, then the sum; fast: one fused multiply-add), on every instruction
@@ -251,7 +224,16 @@ mod tests {
                             }
                             let refs: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
                             let mut got = vec![f32::NAN; nrows * cols];
-                            ragged_row_products_on::<M>(isa, &mut got, cols, &p, ldp, &lens, &refs);
+                            let (out, lens, rows) = (&mut got[..], &lens[..], &refs[..]);
+                            RaggedProduct {
+                                out,
+                                cols,
+                                p: &p,
+                                ldp,
+                                lens,
+                                rows,
+                            }
+                            .dispatch::<M>(isa);
                             let bits =
                                 |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                             assert_eq!(

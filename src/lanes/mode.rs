@@ -1,7 +1,7 @@
 //! The two modes, `Exact` and `Fast`, as types: the mode is fixed at compile time and no kernel
 //! branches on it per element.
 
-use crate::lanes::Lanes;
+use super::Lanes;
 
 mod sealed {
     pub trait Sealed {}
@@ -66,34 +66,3 @@ impl Mode for Fast {
         l.fma(l.splat(*a), b, c)
     }
 }
-
-/// Declares `fn $name<M: Mode>(args) -> R`, which calls `$generic::<Exact>` or
-/// `$generic::<Fast>` through one of two non-generic functions.
-///
-/// Why: the public operators are generic over the mode, so without this every crate that calls
-/// them (each test binary, each example, each user) would instantiate and optimise every kernel
-/// again, for every instruction set, in its own build. Behind this boundary the kernels are
-/// compiled once, in this crate, for both modes; a caller instantiates only the thin generic
-/// plumbing above it. The two functions are never inlined into the forwarder, so they cannot be
-/// pulled into the caller's crate either. The call costs nothing measurable: every function
-/// declared this way does a whole row, slice or product.
-macro_rules! compiled_once_per_mode {
-    (
-        $(#[$attr:meta])*
-        $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $generic:ident;
-    ) => {
-        $(#[$attr])*
-        $vis fn $name<M: $crate::mode::Mode>($($arg: $ty),*) $(-> $ret)? {
-            #[inline(never)]
-            fn exact($($arg: $ty),*) $(-> $ret)? {
-                $generic::<$crate::mode::Exact>($($arg),*)
-            }
-            #[inline(never)]
-            fn fast($($arg: $ty),*) $(-> $ret)? {
-                $generic::<$crate::mode::Fast>($($arg),*)
-            }
-            if M::FAST { fast($($arg),*) } else { exact($($arg),*) }
-        }
-    };
-}
-pub(crate) use compiled_once_per_mode;

@@ -1,0 +1,478 @@
+//! Softmax rows: max, shifted exp with the canonical sum, normalisation. No tensors here: rows
+//! are `&mut [f32]`. The scale-and-mask step of attention scores is in [`scores`], the online
+//! (flash-attention) accumulator in [`online`].
+//!
+//! Exact mode: `m = max(row)`, `e_i = exp_nonpositive(x_i - m)`, `s = canonical sum of e`,
+//! `y_i = e_i / s`; log-softmax `(x_i - m) - log(s)`. Fast mode: the fast exp and
+//! `y_i = e_i * (1/s)`.
+//!
+//! Special rows: a NaN anywhere makes the whole row canonical NaN. A row whose entries are all
+//! `-inf` (fully masked) follows [`MaskedRow`]. A row containing `+inf` is the limit of
+//! softmax as those entries grow: the `+inf` entries share the mass equally and every finite
+//! entry gets `+0` (log-softmax: `-log(k)` and `-inf`), because `x_i - m` is taken as `0`
+//! wherever `x_i == m`.
+
+pub mod online;
+pub mod scores;
+
+use super::exp::{
+    EXP_NONPOSITIVE_FLUSH, FAST_EXP_LOW, exp_nonpositive, exp_one_scale, fast_exp,
+    fast_exp_in_range,
+};
+use super::map::map_registers_in_place_by;
+use super::reduce::{RowExtremes, canonical_sum_with, row_extremes, row_extremes_beside};
+use super::{CANONICAL_NAN, SrcDst, log::log};
+use crate::lanes::{Exact, LaneOp, Lanes, Mode, Scalar, compiled_once_per_mode};
+
+/// What a softmax row whose entries are all `-inf` (fully masked) gives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MaskedRow {
+    /// Every output `+0` (log-softmax: `-inf`), as PyTorch's SDPA and the ONNX Attention op.
+    #[default]
+    Zero,
+    /// Every output `1/n` (log-softmax: `-log(n)`), as if nothing were masked.
+    Uniform,
+    /// Every output the canonical NaN.
+    Nan,
+}
+
+impl MaskedRow {
+    /// The value every entry of a fully masked row of `n` entries gets.
+    fn fill<M: Mode>(self, n: usize, log_form: bool) -> f32 {
+        let n = n as f32;
+        match (self, log_form) {
+            (MaskedRow::Zero, false) => 0.0,
+            (MaskedRow::Zero, true) => f32::NEG_INFINITY,
+            (MaskedRow::Uniform, false) => 1.0 / n,
+            (MaskedRow::Uniform, true) => 0.0 - log::<Scalar, M>(Scalar::new(), n),
+            (MaskedRow::Nan, _) => CANONICAL_NAN,
+        }
+    }
+}
+
+/// `exp(x - m)` lane by lane, with `x - m` taken as `0` where `x == m`. Only `m = +inf`
+/// (`m_is_inf`) needs the select: for a finite `m`, `x - m` is already zero where `x == m`
+/// (`+0`, or `-0` under a caller's round-down in fast mode, and `exp(-0) = exp(+0) = 1`).
+///
+/// `IN_RANGE`: the caller knows (from [`shift_in_range`]) that every `x - m` of the row lies
+/// where the exp needs no clamp and no select, so the exp goes straight to its select-free
+/// form, with no test per register: the same bits.
+#[inline(always)]
+fn exp_shift<L: Lanes, M: Mode, const IN_RANGE: bool>(
+    l: L,
+    x: L::F,
+    m: L::F,
+    m_is_inf: bool,
+) -> L::F {
+    let d = l.sub(x, m);
+    if IN_RANGE {
+        return if M::FAST {
+            fast_exp_in_range(l, d)
+        } else {
+            exp_one_scale::<L, Exact>(l, d)
+        };
+    }
+    let d = if m_is_inf {
+        l.select(l.eq(x, m), l.splat(0.0), d)
+    } else {
+        d
+    };
+    if M::FAST {
+        fast_exp(l, d)
+    } else {
+        exp_nonpositive::<L, Exact>(l, d)
+    }
+}
+
+/// Whether every `x - m` of a row whose entries lie in `[lowest, m]` (no NaN) is on the select-
+/// free path of the mode's exp: `m` finite and `lowest - m` at or above the exp's lower limit
+/// ([`FAST_EXP_LOW`] in fast mode, [`EXP_NONPOSITIVE_FLUSH`] in exact mode; the upper limits
+/// are above 0). Rounding is monotonic, so every `x - m` rounds to at least `lowest - m`.
+fn shift_in_range<M: Mode>(lowest: f32, m: f32) -> bool {
+    let limit = if M::FAST {
+        FAST_EXP_LOW
+    } else {
+        EXP_NONPOSITIVE_FLUSH
+    };
+    m.is_finite() && lowest - m >= limit
+}
+
+/// The canonical sum of `exp(x_i - m)` over a row whose smallest entry is `lowest`: the row is
+/// `src`, or `row` itself when `src` is `None`; with `STORE` the exps are written to `row`.
+#[inline(always)]
+fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(
+    l: L,
+    src: Option<&[f32]>,
+    row: &mut [f32],
+    m: f32,
+    lowest: f32,
+) -> f32 {
+    if shift_in_range::<M>(lowest, m) {
+        exp_shifted_sum_on::<L, M, STORE, true>(l, src, row, m)
+    } else {
+        exp_shifted_sum_on::<L, M, STORE, false>(l, src, row, m)
+    }
+}
+
+/// [`exp_shifted_sum`] with the range known.
+#[inline(always)]
+fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool>(
+    l: L,
+    src: Option<&[f32]>,
+    row: &mut [f32],
+    m: f32,
+) -> f32 {
+    let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
+    // In range (no select in the exp), a wide group of exps formed before they are summed:
+    // measured to pay on AVX2 (two groups of 16), about even on AVX-512; with the selects of
+    // the out-of-range form (masked rows) fast mode lost, so not there (BENCHMARKS.md). The
+    // closure is inlined by force (see `LaneOp`).
+    let ahead = if IN_RANGE {
+        L::WideGroup::WIDTH / L::WIDTH
+    } else {
+        1
+    };
+    canonical_sum_with(
+        l,
+        row.len(),
+        ahead,
+        #[inline(always)]
+        |start, len| {
+            let part = &mut row[start..start + len];
+            let from = src.map_or(&*part, |s| &s[start..start + len]);
+            let x = l.load_partial(from, f32::NEG_INFINITY);
+            let e = exp_shift::<L, M, IN_RANGE>(l, x, mv, m_is_inf);
+            if STORE {
+                l.store_partial(e, part);
+            }
+            e
+        },
+    )
+}
+
+/// The value every entry of a row of `n` entries gets when the row holds a NaN (`nan`: the
+/// canonical NaN) or is fully masked (its maximum `m` is `-inf`: the [`MaskedRow`] policy);
+/// `None` for an ordinary row.
+fn special_row_fill<M: Mode>(
+    m: f32,
+    nan: bool,
+    n: usize,
+    policy: MaskedRow,
+    log_form: bool,
+) -> Option<f32> {
+    if nan {
+        Some(CANONICAL_NAN)
+    } else if m == f32::NEG_INFINITY {
+        Some(policy.fill::<M>(n, log_form))
+    } else {
+        None
+    }
+}
+
+/// Softmax (or log-softmax) of one row, in place.
+#[inline(always)]
+pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, log_form: bool) {
+    if row.is_empty() {
+        return;
+    }
+    let RowExtremes { max: m, min, nan } = row_extremes(l, row);
+    if let Some(fill) = special_row_fill::<M>(m, nan, row.len(), policy, log_form) {
+        return row.fill(fill);
+    }
+    let mv = l.splat(m);
+    if log_form {
+        let s = exp_shifted_sum::<L, M, false>(l, None, row, m, min);
+        let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
+        map_registers_in_place_by::<L, 2>(
+            l,
+            row,
+            #[inline(always)]
+            |x| {
+                let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
+                l.sub(d, log_s)
+            },
+        );
+    } else {
+        let s = exp_shifted_sum::<L, M, true>(l, None, row, m, min);
+        normalise::<L, M>(l, row, s);
+    }
+}
+
+/// `e_i / s` (exact) or `e_i * (1/s)` (fast), in place.
+#[inline(always)]
+fn normalise<L: Lanes, M: Mode>(l: L, row: &mut [f32], s: f32) {
+    if M::FAST {
+        let inv = l.splat(1.0 / s);
+        map_registers_in_place_by::<L, 4>(
+            l,
+            row,
+            #[inline(always)]
+            |e| l.mul(e, inv),
+        );
+    } else {
+        let sv = l.splat(s);
+        map_registers_in_place_by::<L, 4>(
+            l,
+            row,
+            #[inline(always)]
+            |e| l.div(e, sv),
+        );
+    }
+}
+
+/// Softmax of consecutive rows of `cols` entries, in one dispatch: row `i` of `dst` is the
+/// softmax of row `i` of `src` (of `dst` itself, in place, when `src` is `None`), bit for bit
+/// as [`softmax_row_into`] (or [`softmax_row`]) gives it row by row.
+///
+/// In exact mode each row is normalised in the same pass that finds the extremes of the next
+/// row, a register of each per step: the normalisation is a division per register on a divider
+/// of its own that is slow (a wide division issues far less often than a multiply), the
+/// extremes pass is a few cheap operations per register on the other units, so the two
+/// overlap; and the row is still in cache, just written by its exp pass. Fast mode's
+/// normalisation is a multiply, no bottleneck: fused, it measured slower, so fast mode goes
+/// row by row.
+#[inline(always)]
+pub fn softmax_rows<L: Lanes, M: Mode>(
+    l: L,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+    cols: usize,
+    policy: MaskedRow,
+) {
+    if cols == 0 || dst.is_empty() {
+        return;
+    }
+    debug_assert_eq!(dst.len() % cols, 0);
+    debug_assert!(src.is_none_or(|s| s.len() == dst.len()));
+    if M::FAST {
+        for (i, row) in dst.chunks_exact_mut(cols).enumerate() {
+            match src {
+                Some(s) => {
+                    softmax_row_into::<L, M>(l, &s[i * cols..(i + 1) * cols], row, policy, false)
+                }
+                None => softmax_row::<L, M>(l, row, policy, false),
+            }
+        }
+        return;
+    }
+    let rows = dst.len() / cols;
+    let mut extremes = row_extremes(l, src.map_or(&dst[..cols], |s| &s[..cols]));
+    for i in 0..rows {
+        let (row, after) = dst[i * cols..].split_at_mut(cols);
+        let from = src.map(|s| &s[i * cols..(i + 1) * cols]);
+        let RowExtremes { max: m, min, nan } = extremes;
+        let sum = match special_row_fill::<M>(m, nan, cols, policy, false) {
+            Some(fill) => {
+                row.fill(fill);
+                None
+            }
+            None => Some(exp_shifted_sum::<L, M, true>(l, from, row, m, min)),
+        };
+        if i + 1 == rows {
+            if let Some(s) = sum {
+                normalise::<L, M>(l, row, s);
+            }
+            break;
+        }
+        let next = src.map_or(&after[..cols], |s| &s[(i + 1) * cols..(i + 2) * cols]);
+        extremes = match sum {
+            None => row_extremes(l, next),
+            Some(s) => {
+                let sv = l.splat(s);
+                row_extremes_beside(
+                    l,
+                    next,
+                    #[inline(always)]
+                    |start, len| {
+                        let part = &mut row[start..start + len];
+                        let e = l.load_partial(part, 0.0);
+                        l.store_partial(l.div(e, sv), part);
+                    },
+                )
+            }
+        };
+    }
+}
+
+/// [`softmax_row`] of `src` written to `dst` (equal lengths), with the same bits. Softmax reads
+/// `src` in its first two passes (maximum; exp, stored to `dst`, and sum), so no copy of it is
+/// made; log-softmax copies `src` to `dst` and works there.
+#[inline(always)]
+pub fn softmax_row_into<L: Lanes, M: Mode>(
+    l: L,
+    src: &[f32],
+    dst: &mut [f32],
+    policy: MaskedRow,
+    log_form: bool,
+) {
+    debug_assert_eq!(src.len(), dst.len());
+    if log_form || src.is_empty() {
+        dst.copy_from_slice(src);
+        return softmax_row::<L, M>(l, dst, policy, log_form);
+    }
+    let RowExtremes { max: m, min, nan } = row_extremes(l, src);
+    if let Some(fill) = special_row_fill::<M>(m, nan, src.len(), policy, false) {
+        return dst.fill(fill);
+    }
+    let s = exp_shifted_sum::<L, M, true>(l, Some(src), dst, m, min);
+    normalise::<L, M>(l, dst, s);
+}
+
+/// The softmax of a row whose entries from `visible` on are masked, without reading them: the
+/// bits of [`softmax_row`] of the row with those entries `-inf`. A masked entry adds
+/// `exp(-inf) = +0` to a partial of the canonical sum, which changes no partial (each is a sum
+/// of exps, never `-0`), and comes out `+0`; a row with nothing visible or a NaN takes the fill
+/// of the whole row. With the masked entries out of the row, the visible ones can take the
+/// exp's select-free form.
+#[inline(always)]
+fn softmax_row_visible<L: Lanes, M: Mode>(
+    l: L,
+    row: &mut [f32],
+    visible: usize,
+    policy: MaskedRow,
+) {
+    if visible == row.len() {
+        return softmax_row::<L, M>(l, row, policy, false);
+    }
+    let n = row.len();
+    let (head, tail) = row.split_at_mut(visible);
+    let RowExtremes { max: m, min, nan } = row_extremes(l, head);
+    if let Some(fill) = special_row_fill::<M>(m, nan, n, policy, false) {
+        head.fill(fill);
+        return tail.fill(fill);
+    }
+    let s = exp_shifted_sum::<L, M, true>(l, None, head, m, min);
+    normalise::<L, M>(l, head, s);
+    tail.fill(0.0);
+}
+
+/// Softmax (or log-softmax with `log_form`) of one row, from `io.src` into `io.dst` or in
+/// place: [`softmax_row_into`] or [`softmax_row`], with the same bits either way.
+pub struct SoftmaxRow<'a> {
+    /// The row.
+    pub io: SrcDst<'a>,
+    /// What a fully masked row gives.
+    pub policy: MaskedRow,
+    /// Log-softmax instead of softmax.
+    pub log_form: bool,
+}
+
+impl LaneOp for SoftmaxRow<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        match self.io.src {
+            Some(src) => softmax_row_into::<L, M>(l, src, self.io.dst, self.policy, self.log_form),
+            None => softmax_row::<L, M>(l, self.io.dst, self.policy, self.log_form),
+        }
+    }
+}
+
+compiled_once_per_mode!(SoftmaxRow<'_>);
+
+/// Softmax of the consecutive rows of `cols` entries of `io` (a multiple of `cols`), in one
+/// dispatch: [`softmax_rows`], the bits of [`SoftmaxRow`] row by row.
+pub struct SoftmaxRows<'a> {
+    /// The rows.
+    pub io: SrcDst<'a>,
+    /// Entries per row.
+    pub cols: usize,
+    /// What a fully masked row gives.
+    pub policy: MaskedRow,
+}
+
+impl LaneOp for SoftmaxRows<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        softmax_rows::<L, M>(l, self.io.src, self.io.dst, self.cols, self.policy)
+    }
+}
+
+compiled_once_per_mode!(SoftmaxRows<'_>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::{Fast, Isa};
+
+    /// The row-level range decision changes no bit: a row whose spread `max - min` sits at,
+    /// just inside or just outside each mode's limit gives the softmax of the same row with a
+    /// `-inf` appended (which forces the per-register path, and adds `exp(-inf) = +0` to the
+    /// last partial of the canonical sum, which changes no sum), on every instruction set and
+    /// in both modes, both for the in-place and the `src -> dst` form.
+    #[test]
+    fn the_row_range_decision_changes_no_bit() {
+        fn check<M: Mode>(limit: f32) {
+            let mut took_both = [false; 2];
+            for isa in Isa::available() {
+                let isa = isa.supported().unwrap();
+                for spread in [
+                    10.0,
+                    -limit.next_down(),
+                    -limit,
+                    -limit.next_up(),
+                    -limit + 0.01,
+                    -limit - 0.01,
+                    120.0,
+                ] {
+                    for n in [2, 7, 16, 37, 100] {
+                        let top = 3.25f32;
+                        // Entries in [top - 5, top], then the maximum and the minimum placed.
+                        let mut row: Vec<f32> = values(n, n as u32)
+                            .iter()
+                            .map(|v| top - v.abs() / 2.0)
+                            .collect();
+                        row[n / 2] = top;
+                        row[n - 1] = top - spread;
+                        took_both[shift_in_range::<M>(top - spread, top) as usize] = true;
+                        let mut general = row.clone();
+                        general.push(f32::NEG_INFINITY);
+                        let io = SrcDst::in_place(&mut general);
+                        let policy = MaskedRow::Zero;
+                        SoftmaxRow {
+                            io,
+                            policy,
+                            log_form: false,
+                        }
+                        .dispatch::<M>(isa);
+                        let mut in_place = row.clone();
+                        let io = SrcDst::in_place(&mut in_place);
+                        SoftmaxRow {
+                            io,
+                            policy,
+                            log_form: false,
+                        }
+                        .dispatch::<M>(isa);
+                        let mut into = vec![0f32; n];
+                        let io = SrcDst::new(&row, &mut into);
+                        SoftmaxRow {
+                            io,
+                            policy,
+                            log_form: false,
+                        }
+                        .dispatch::<M>(isa);
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        let at = format!("{:?} spread {spread} n {n}", isa.isa());
+                        assert_eq!(bits(&in_place), bits(&general[..n]), "in place, {at}");
+                        assert_eq!(bits(&into), bits(&general[..n]), "into, {at}");
+                    }
+                }
+            }
+            assert_eq!(took_both, [true, true], "both paths taken");
+        }
+        check::<Exact>(EXP_NONPOSITIVE_FLUSH);
+        check::<Fast>(FAST_EXP_LOW);
+    }
+
+    /// Test rows: `n` values in `[-10, 10)` from `seed`.
+    pub(super) fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 * 20.0 - 10.0
+            })
+            .collect()
+    }
+}
