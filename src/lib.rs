@@ -14,12 +14,13 @@
 //! ```
 #![deny(missing_docs)]
 
-// The layers, bottom up: each group imports only the groups above it.
+// The layers, bottom up: each group imports only itself and the groups above it.
 //
-// Known to every layer: the error, the element types.
+// Known to every layer: the lane types, the modes, instruction-set detection and dispatch
+// (`lanes::LaneOp`); the element types; the error (which names an `Isa`, and which detection
+// returns: the one pair that knows each other).
 mod element;
 mod error;
-// Lane types, the modes, instruction-set detection and dispatch (`lanes::LaneOp`).
 mod lanes;
 // The kernels over lanes: rows and slices of f32, no tensors. Their entry points (and the
 // GEMM's) are compiled once per mode in this crate (`lanes::compiled_once_per_mode!`), not
