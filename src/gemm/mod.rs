@@ -1,5 +1,5 @@
 //! The GEMM with tile epilogues behind `Session::matmul_into` and `Session::matmul_batched_into`.
-//! Knows no session: [`gemm`] takes the instruction set, whether to split the work across the
+//! Knows no session: [`Gemm`] takes the instruction set, whether to split the work across the
 //! current rayon pool, the products and the epilogue.
 //!
 //! A BLIS-style GEMM: A and B are packed into panels (read through their ndarray strides, so

@@ -53,7 +53,7 @@ impl OnlineSoftmax {
     }
 
     /// `1 / sum`, the factor that normalises the accumulated output: the canonical NaN if a
-    /// score was NaN; `None` if nothing was unmasked (the caller applies its [`MaskedRow`]
+    /// score was NaN; `None` if nothing was unmasked (the caller applies its [`super::MaskedRow`]
     /// policy).
     pub(crate) fn normalizer(&self) -> Option<f32> {
         if self.nan {

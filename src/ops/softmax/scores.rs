@@ -107,7 +107,7 @@ pub fn masked_softmax_row<L: Lanes, M: Mode>(
 
 /// Consecutive rows of `cols` raw scores, row `i` masked from key `ends[i]` on (a causal limit
 /// or a key length, nothing else): each scaled by `scale`, then its softmax, in one dispatch;
-/// the bits of [`masked_softmax_row_on`] row by row.
+/// the bits of [`MaskedSoftmaxRow`] row by row.
 #[inline(always)]
 pub fn ragged_softmax_rows<L: Lanes, M: Mode>(
     l: L,
