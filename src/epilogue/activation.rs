@@ -12,9 +12,10 @@ use ndarray::{ArrayRef2, Axis};
 
 use super::{Bias, TileEpilogue};
 use crate::error::Error;
-use crate::lanes::{Isa, LaneOp, Lanes, Mode, Supported, compiled_once_per_mode};
-use crate::ops::func::{Func, KernelVisitor};
+use crate::lanes::{ExactFpEnv, Isa, LaneOp, Lanes, Mode, Supported, compiled_once_per_mode};
+use crate::ops::func::{Func, KernelVisitor, map_slice_in_place};
 use crate::ops::{Kernel, SrcDst};
+use crate::rows::with_row_mut;
 
 /// Applies an element-wise function of the crate to every element, in mode `M` on one
 /// instruction set: exactly what [`Session::apply`](crate::Session::apply) does to the finished
@@ -125,37 +126,15 @@ struct ActivationTile<'a> {
     bias: Option<(&'a Bias<'a>, usize, usize)>,
 }
 
-impl LaneOp for ActivationTile<'_> {
-    type Output = ();
-    #[inline(always)]
-    fn run<L: Lanes, M: Mode>(self, l: L) {
-        let (tile, bias) = (self.tile, self.bias);
-        self.func.visit::<M, _>(TileLanes { l, tile, bias })
-    }
-}
+compiled_once_per_mode!(ActivationTile<'_> -> (), by run);
 
-compiled_once_per_mode!(ActivationTile<'_>);
-
-/// The kernel `K` over the lanes of a tile (the rows, after the bias, if any).
-struct TileLanes<'a, L> {
-    l: L,
-    tile: &'a mut ArrayRef2<f32>,
-    bias: Option<(&'a Bias<'a>, usize, usize)>,
-}
-
-impl<L: Lanes> KernelVisitor for TileLanes<'_, L> {
-    type Output = ();
-    #[inline(always)]
-    fn visit<K: Kernel>(self) {
-        let TileLanes { l, tile, bias } = self;
-        if bias.is_none()
-            && let Some(all) = tile.as_slice_memory_order_mut()
-        {
-            // Contiguous (every tile of this crate's GEMM without a bias): one slice.
-            return K::map(l, SrcDst::in_place(all));
-        }
-        // With a bias, row by row (the bias is per row or per column); without, along the
-        // axis of smallest stride: rows of a C-order tile, columns of an F-order one.
+impl ActivationTile<'_> {
+    /// The tile's contiguous lanes through the [`ActivationRows`] of the function's kernel in
+    /// mode `M`; strided lanes one by one through a row buffer.
+    fn run<M: Mode>(self, isa: Supported) {
+        let ActivationTile { func, tile, bias } = self;
+        // With a bias, row by row (the bias is per row or per column); without, along the axis
+        // of smallest stride: rows of a C-order tile, columns of an F-order one.
         let axis = if bias.is_some()
             || tile.strides()[1].unsigned_abs() <= tile.strides()[0].unsigned_abs()
         {
@@ -163,25 +142,74 @@ impl<L: Lanes> KernelVisitor for TileLanes<'_, L> {
         } else {
             Axis(0)
         };
-        // A strided lane (a tile a user's GEMM passes) goes through a buffer and back; the
-        // kernel has one call site either way.
-        let mut buffer = Vec::new();
-        for (i, mut lane) in tile.lanes_mut(axis).into_iter().enumerate() {
-            let data = match lane.as_slice_mut() {
-                Some(data) => data,
-                None => {
-                    buffer.clear();
-                    buffer.extend(lane.iter().copied());
-                    &mut buffer[..]
+        let lanes: Option<Vec<&mut [f32]>> = if bias.is_none()
+            && let Some(all) = tile.as_slice_memory_order_mut()
+        {
+            Some(vec![all])
+        } else if tile.len_of(axis) <= 1 || tile.stride_of(axis) == 1 {
+            tile.lanes_mut(axis)
+                .into_iter()
+                .map(|lane| lane.into_slice())
+                .collect()
+        } else {
+            None
+        };
+        match lanes {
+            // Contiguous lanes (every tile of this crate's GEMM): one dispatch for the tile.
+            Some(lanes) => func.visit::<M, _>(DispatchRows { isa, lanes, bias }),
+            // Strided lanes (a tile a user's GEMM passes): each through a row buffer and the
+            // slice kernel, one dispatch per lane, outside this one's kernels; the bias in the
+            // exact floating-point environment in exact mode.
+            None => {
+                let _env = ExactFpEnv::enter_if(!M::FAST);
+                for (i, lane) in tile.lanes_mut(axis).into_iter().enumerate() {
+                    with_row_mut(lane, |data| {
+                        if let Some((bias, row0, col0)) = bias {
+                            bias.add_row(data, i, row0, col0);
+                        }
+                        map_slice_in_place::<M>(func, isa, data);
+                    });
                 }
-            };
-            if let Some((bias, row0, col0)) = bias {
+            }
+        }
+    }
+}
+
+/// Dispatches the [`ActivationRows`] of the kernel a [`Func`] names.
+struct DispatchRows<'a> {
+    isa: Supported,
+    lanes: Vec<&'a mut [f32]>,
+    bias: Option<(&'a Bias<'a>, usize, usize)>,
+}
+
+impl KernelVisitor for DispatchRows<'_> {
+    type Output = ();
+    fn visit<K: Kernel>(self) {
+        let (lanes, bias, kernel) = (self.lanes, self.bias, PhantomData::<K>);
+        self.isa.dispatch::<K::Mode, _>(ActivationRows {
+            lanes,
+            bias,
+            kernel,
+        })
+    }
+}
+
+/// The kernel `K` over contiguous lanes of a tile (the rows, after the bias, if any).
+struct ActivationRows<'a, K> {
+    lanes: Vec<&'a mut [f32]>,
+    bias: Option<(&'a Bias<'a>, usize, usize)>,
+    kernel: PhantomData<K>,
+}
+
+impl<K: Kernel> LaneOp for ActivationRows<'_, K> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        for (i, data) in self.lanes.into_iter().enumerate() {
+            if let Some((bias, row0, col0)) = self.bias {
                 bias.add_row(data, i, row0, col0);
             }
             K::map(l, SrcDst::in_place(data));
-            if lane.as_slice().is_none() {
-                lane.iter_mut().zip(&buffer).for_each(|(x, &v)| *x = v);
-            }
         }
     }
 }

@@ -2,6 +2,7 @@
 //! [`MapSlice`], the entry point of every element-wise operator.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::str::FromStr;
 
 use super::{Kernel, SrcDst};
@@ -77,9 +78,7 @@ impl Func {
         }
     }
 
-    /// Calls `v` with the kernel type of this function in mode `M`. Always inlined: inside a
-    /// dispatch, the kernels must be compiled in the instruction set's trampoline.
-    #[inline(always)]
+    /// Calls `v` with the kernel type of this function in mode `M`.
     pub(crate) fn visit<M: Mode, V: KernelVisitor>(self, v: V) -> V::Output {
         use super::{erf, exp, gelu, log, sigmoid, silu, tanh};
         match (self, M::FAST) {
@@ -118,8 +117,8 @@ impl FromStr for Func {
 }
 
 /// `dst[i] = func(src[i])`, or `data[i] = func(data[i])` in place: the entry point of every
-/// element-wise operator. The function's kernel is chosen inside the dispatch, so each
-/// instruction set's trampoline holds the kernels of one mode.
+/// element-wise operator. The function is chosen before the dispatch: each kernel is a
+/// [`MapKernel`] with a trampoline of its own per instruction set.
 pub struct MapSlice<'a> {
     /// The function.
     pub func: Func,
@@ -127,27 +126,43 @@ pub struct MapSlice<'a> {
     pub io: SrcDst<'a>,
 }
 
-impl LaneOp for MapSlice<'_> {
-    type Output = ();
-    #[inline(always)]
-    fn run<L: Lanes, M: Mode>(self, l: L) {
-        self.func.visit::<M, _>(MapVisitor { l, io: self.io })
+compiled_once_per_mode!(MapSlice<'_> -> (), by run);
+
+impl MapSlice<'_> {
+    /// Dispatches the kernel of the function in mode `M`.
+    fn run<M: Mode>(self, isa: Supported) {
+        let MapSlice { func, io } = self;
+        func.visit::<M, _>(DispatchMap { isa, io })
     }
 }
 
-compiled_once_per_mode!(MapSlice<'_>);
+/// The kernel `K` over a slice: [`Kernel::map`].
+pub struct MapKernel<'a, K> {
+    /// Its input and output.
+    pub io: SrcDst<'a>,
+    /// The kernel.
+    pub kernel: PhantomData<K>,
+}
 
-/// [`Kernel::map`] of the kernel a [`Func`] names, on the lanes `l`.
-struct MapVisitor<'a, L> {
-    l: L,
+impl<K: Kernel> LaneOp for MapKernel<'_, K> {
+    type Output = ();
+    #[inline(always)]
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        K::map(l, self.io)
+    }
+}
+
+/// Dispatches the [`MapKernel`] of the kernel a [`Func`] names.
+struct DispatchMap<'a> {
+    isa: Supported,
     io: SrcDst<'a>,
 }
 
-impl<L: Lanes> KernelVisitor for MapVisitor<'_, L> {
+impl KernelVisitor for DispatchMap<'_> {
     type Output = ();
-    #[inline(always)]
     fn visit<K: Kernel>(self) {
-        K::map(self.l, self.io)
+        let (io, kernel) = (self.io, PhantomData::<K>);
+        self.isa.dispatch::<K::Mode, _>(MapKernel { io, kernel })
     }
 }
 

@@ -15,7 +15,7 @@
 
 use super::reduce::{PARTIALS, canonical_sum_of};
 use super::{abs, nan_where_nan};
-use crate::lanes::{Lanes, MAX_WIDTH, Supported, WithLanes};
+use crate::lanes::{Exact, LaneOp, Lanes, MAX_WIDTH, Mode, Supported};
 
 /// The floor of the norm a row is divided by (sentence-transformers' `F.normalize` eps).
 pub const L2_EPS: f32 = 1e-12;
@@ -27,11 +27,10 @@ struct MeanOfRows<'a, I> {
     dst: &'a mut [f32],
 }
 
-impl<'r, I: Iterator<Item = &'r [f32]>> WithLanes for MeanOfRows<'_, I> {
+impl<'r, I: Iterator<Item = &'r [f32]>> LaneOp for MeanOfRows<'_, I> {
     type Output = ();
-    const USES_FMA: bool = false;
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
         let d = self.dst.len();
         let w = L::WIDTH;
         // Partial `r` of column `j` at `partials[r * d + j]`.
@@ -72,9 +71,10 @@ impl<'r, I: Iterator<Item = &'r [f32]>> WithLanes for MeanOfRows<'_, I> {
 }
 
 /// The mean of `rows` (each of `dst`'s length) into `dst`, in the canonical order, on `isa`;
-/// all `+0` for no rows. The same bits in both modes.
+/// all `+0` for no rows. The same bits in both modes: it runs as exact mode's (separate
+/// operations, the exact floating-point environment).
 pub fn mean_of_rows_on<'r>(isa: Supported, rows: impl Iterator<Item = &'r [f32]>, dst: &mut [f32]) {
-    isa.dispatch(MeanOfRows { rows, dst })
+    isa.dispatch::<Exact, _>(MeanOfRows { rows, dst })
 }
 
 /// `row / max(||row||, 1e-12)` in place.
@@ -82,11 +82,10 @@ struct L2NormalizeRow<'a> {
     row: &'a mut [f32],
 }
 
-impl WithLanes for L2NormalizeRow<'_> {
+impl LaneOp for L2NormalizeRow<'_> {
     type Output = ();
-    const USES_FMA: bool = false;
     #[inline(always)]
-    fn run<L: Lanes>(self, l: L) {
+    fn run<L: Lanes, M: Mode>(self, l: L) {
         let row = self.row;
         let squares = canonical_sum_of(l, row, |v| l.mul(v, v));
         let mut scale = None;
@@ -139,9 +138,9 @@ fn exponent(x: f32) -> i32 {
 }
 
 /// `row / max(||row||, 1e-12)` in place on `isa`, the squares summed in the canonical order;
-/// the same bits in both modes.
+/// the same bits in both modes (it runs as exact mode's).
 pub fn l2_normalize_row_on(isa: Supported, row: &mut [f32]) {
-    isa.dispatch(L2NormalizeRow { row })
+    isa.dispatch::<Exact, _>(L2NormalizeRow { row })
 }
 
 #[cfg(test)]
