@@ -9,7 +9,7 @@ use super::norm::check_layer_norm;
 use super::rows::Rows;
 use crate::error::same_shape;
 use crate::lanes::ExactFpEnv;
-use crate::ops::norm::layer_norm_row_on;
+use crate::ops::norm::LayerNormRow;
 use crate::rows::with_row;
 use crate::{Element, Error, Mode};
 
@@ -58,7 +58,14 @@ impl<M: Mode> Session<M> {
                                 *x = T::from_f32(*x + r).to_f32();
                             }
                         });
-                        layer_norm_row_on::<M>(isa, row, g, b, eps)
+                        let (gamma, beta) = (g, b);
+                        LayerNormRow {
+                            row,
+                            gamma,
+                            beta,
+                            eps,
+                        }
+                        .dispatch::<M>(isa)
                     },
                 )
             })
