@@ -5,6 +5,7 @@
 
 mod add_norm;
 mod attention;
+mod attention_plan;
 mod elementwise;
 mod embedding;
 mod gated;
