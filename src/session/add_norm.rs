@@ -103,6 +103,7 @@ impl<M: Mode> Session<M> {
         eps: f32,
     ) -> Result<Array<T, D>, Error> {
         same_shape("add_layer_norm residual", src.shape(), residual.shape())?;
+        check_layer_norm(src.shape(), gamma, beta, eps)?;
         let mut out = super::owned::try_to_owned(src, "add_layer_norm output")?;
         self.add_layer_norm(&mut out, residual, gamma, beta, eps)?;
         Ok(out)

@@ -54,15 +54,26 @@ impl<M: Mode> Session<M> {
         Ok(())
     }
 
-    /// `func(src)` as a new array (in the memory order of `src` where it is contiguous).
+    /// `func(src)` as a new array (in Fortran order if `src` is, else in C order).
+    ///
+    /// [`Error::InvalidArgument`] if the copy cannot be allocated (a huge broadcast view, say):
+    /// an impossible size is an error, never an abort.
+    ///
+    /// ```
+    /// use activation_kernels::{Func, Session, exact};
+    /// let x = ndarray::array![0.5f32, -1.5];
+    /// let y = Session::exact().apply_owned(Func::Tanh, &x)?;
+    /// assert_eq!(y[1].to_bits(), exact::tanh(-1.5).to_bits());
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
     pub fn apply_owned<T: Element, D: Dimension>(
         &self,
         func: Func,
         src: &ArrayRef<T, D>,
-    ) -> Array<T, D> {
-        let mut out = src.to_owned();
+    ) -> Result<Array<T, D>, Error> {
+        let mut out = super::owned::try_to_owned(src, "element-wise output")?;
         self.apply(func, &mut out);
-        out
+        Ok(out)
     }
 }
 
@@ -88,8 +99,14 @@ macro_rules! operators {
             ) -> Result<(), Error> {
                 self.apply_into($f, src, dst)
             }
-            #[doc = concat!(stringify!($func), "(src) as a new array: ", $what, ".")]
-            pub fn $owned<T: Element, D: Dimension>(&self, src: &ArrayRef<T, D>) -> Array<T, D> {
+            #[doc = concat!("`", stringify!($func), "(src)` as a new array: ", $what, ".")]
+            ///
+            /// [`Error::InvalidArgument`] if the copy cannot be allocated; see
+            /// [`Session::apply_owned`].
+            pub fn $owned<T: Element, D: Dimension>(
+                &self,
+                src: &ArrayRef<T, D>,
+            ) -> Result<Array<T, D>, Error> {
                 self.apply_owned($f, src)
             }
         )*}

@@ -149,6 +149,7 @@ impl<M: Mode> Session<M> {
         gate: &ArrayRef<T, D>,
         up: &ArrayRef<T, D>,
     ) -> Result<Array<T, D>, Error> {
+        same_shape("gate and up", gate.shape(), up.shape())?;
         let mut out = super::owned::try_to_owned(gate, "gated output")?;
         self.gated(func, &mut out, up)?;
         Ok(out)

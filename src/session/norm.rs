@@ -91,6 +91,7 @@ impl<M: Mode> Session<M> {
         beta: &ArrayRef1<f32>,
         eps: f32,
     ) -> Result<Array<T, D>, Error> {
+        check_layer_norm(src.shape(), gamma, beta, eps)?;
         let mut out = super::owned::try_to_owned(src, "layer_norm output")?;
         self.layer_norm(&mut out, gamma, beta, eps)?;
         Ok(out)

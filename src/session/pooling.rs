@@ -175,6 +175,7 @@ impl<M: Mode> Session<M> {
         &self,
         src: &ArrayRef<T, D>,
     ) -> Result<Array<T, D>, Error> {
+        last_axis(src.shape())?;
         let mut out = super::owned::try_to_owned(src, "l2_normalize output")?;
         self.l2_normalize(&mut out)?;
         Ok(out)

@@ -85,6 +85,7 @@ impl<M: Mode> Session<M> {
         src: &ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<Array<T, D>, Error> {
+        check_axis(axis, src.ndim())?;
         let mut out = super::owned::try_to_owned(src, "softmax output")?;
         self.softmax(&mut out, axis)?;
         Ok(out)
@@ -117,7 +118,8 @@ impl<M: Mode> Session<M> {
         src: &ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = super::owned::try_to_owned(src, "softmax output")?;
+        check_axis(axis, src.ndim())?;
+        let mut out = super::owned::try_to_owned(src, "log_softmax output")?;
         self.log_softmax(&mut out, axis)?;
         Ok(out)
     }
@@ -168,7 +170,8 @@ impl<M: Mode> Session<M> {
         scale: f32,
         mask: &Mask<'_>,
     ) -> Result<Array<T, D>, Error> {
-        let mut out = super::owned::try_to_owned(src, "softmax output")?;
+        check_scores(src.shape(), mask)?;
+        let mut out = super::owned::try_to_owned(src, "masked_softmax output")?;
         self.masked_softmax(&mut out, scale, mask)?;
         Ok(out)
     }
@@ -223,12 +226,8 @@ impl<M: Mode> Session<M> {
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
         let shape = target.shape().to_vec();
+        check_scores(&shape, mask)?;
         let nd = shape.len();
-        if nd < 2 {
-            return Err(Error::InvalidArgument(format!(
-                "masked_softmax needs scores of at least 2 axes [.., rows, cols], got {nd}"
-            )));
-        }
         let broadcast = |m_shape: &[usize]| Error::ShapeMismatch {
             what: "mask (does not broadcast to the scores)",
             expected: shape.clone(),
@@ -309,6 +308,27 @@ impl<M: Mode> Session<M> {
         }
         Ok(())
     }
+}
+
+/// Scores of at least two axes, and an array mask that broadcasts to them (a view: no
+/// allocation, whatever the size).
+fn check_scores(shape: &[usize], mask: &Mask<'_>) -> Result<(), Error> {
+    let nd = shape.len();
+    if nd < 2 {
+        return Err(Error::InvalidArgument(format!(
+            "masked_softmax needs scores of at least 2 axes [.., rows, cols], got {nd}"
+        )));
+    }
+    let mask_shape = match mask {
+        Mask::Keep(keep) if keep.broadcast(IxDyn(shape)).is_none() => keep.shape(),
+        Mask::Additive(add) if add.broadcast(IxDyn(shape)).is_none() => add.shape(),
+        _ => return Ok(()),
+    };
+    Err(Error::ShapeMismatch {
+        what: "mask (does not broadcast to the scores)",
+        expected: shape.to_vec(),
+        found: mask_shape.to_vec(),
+    })
 }
 
 fn check_axis(axis: Axis, ndim: usize) -> Result<(), Error> {
