@@ -9,9 +9,14 @@
 //! output in increasing k whatever the rows beside it; LayerNorm is per row; attention sees
 //! the sequence's own keys only), so an embedding does not depend on the batch it came in.
 
+use std::sync::{Mutex, TryLockError};
+
 use activation_kernels::epilogue::{Bias, Chain, Residual};
 use activation_kernels::{AttentionOptions, Func, Mode, PackedMatrix, Session};
-use ndarray::{Array1, Array2, ArrayView4, ArrayViewMut4, Axis, ShapeBuilder, concatenate, s};
+use ndarray::{
+    Array1, Array2, ArrayView2, ArrayView4, ArrayViewMut2, ArrayViewMut4, Axis, ShapeBuilder,
+    concatenate, s,
+};
 
 use crate::bert_weights::{BertWeights, Linear, Norm};
 use crate::config::BertConfig;
@@ -45,6 +50,35 @@ struct Layer {
     ff_norm: Norm,
 }
 
+/// The intermediate rows of a layer (QKV, attention output, attention block output, FFN
+/// hidden), kept from one forward call to the next. Fresh buffers of this size come from
+/// `mmap` or a heap top the allocator trims on every free, so each layer would page-fault them
+/// in again (zeroed by the kernel); reused, they stay mapped. Every element is written before
+/// it is read, so what a buffer held before never reaches an output.
+#[derive(Default)]
+struct Scratch {
+    qkv: Vec<f32>,
+    attn: Vec<f32>,
+    hidden: Vec<f32>,
+    ff: Vec<f32>,
+}
+
+/// `buf` as a `[rows, cols]` matrix, grown if it is too short.
+fn matrix(
+    buf: &mut Vec<f32>,
+    rows: usize,
+    cols: usize,
+) -> Result<ArrayViewMut2<'_, f32>, ModelError> {
+    let len = rows
+        .checked_mul(cols)
+        .ok_or_else(|| ModelError::Weights(format!("[{rows}, {cols}] rows overflow")))?;
+    if buf.len() < len {
+        buf.resize(len, 0.0);
+    }
+    ArrayViewMut2::from_shape((rows, cols), &mut buf[..len])
+        .map_err(|e| ModelError::Weights(e.to_string()))
+}
+
 /// A BERT encoder with its weights packed for one session.
 pub struct Bert<M: Mode> {
     session: Session<M>,
@@ -54,6 +88,7 @@ pub struct Bert<M: Mode> {
     token_type: Array2<f32>,
     embed_norm: Norm,
     layers: Vec<Layer>,
+    scratch: Mutex<Scratch>,
 }
 
 /// One tokenised sentence: its ids and token-type ids (of equal length).
@@ -101,6 +136,7 @@ impl<M: Mode> Bert<M> {
             embed_norm: weights.embed_norm.clone(),
             layers,
             session,
+            scratch: Mutex::default(),
         })
     }
 
@@ -170,9 +206,10 @@ impl<M: Mode> Bert<M> {
         let heads = self.config.num_attention_heads;
         let h = self.config.hidden_size;
         let opts = AttentionOptions::default();
+        let mut scratch = self.scratch();
         for layer in &self.layers {
             let session = &self.session;
-            let attention = |qkv: &Array2<f32>, out: &mut Array2<f32>| {
+            let attention = |qkv: &ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>| {
                 session.varlen_attention_into(
                     &qkv.slice(s![.., ..h]),
                     &qkv.slice(s![.., h..2 * h]),
@@ -183,7 +220,7 @@ impl<M: Mode> Bert<M> {
                     &opts,
                 )
             };
-            x = self.layer(layer, x, attention)?;
+            x = self.layer(layer, x, &mut scratch, attention)?;
         }
         Ok((x, offsets))
     }
@@ -219,11 +256,12 @@ impl<M: Mode> Bert<M> {
         let h = self.config.hidden_size;
         let b = batch.len();
         let opts = AttentionOptions::default().with_key_lengths(&lengths);
+        let mut scratch = self.scratch();
         for layer in &self.layers {
             let session = &self.session;
-            let attention = |qkv: &Array2<f32>, out: &mut Array2<f32>| {
+            let attention = |qkv: &ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>| {
                 // `[batch, heads, seq, head_dim]` views of the packed rows: no transposes.
-                let data = qkv.as_slice().expect("a new C-order array");
+                let data = qkv.as_slice().expect("a C-order scratch matrix");
                 let in_shape = (b, heads, longest, hd).strides((longest * 3 * h, hd, 3 * h, 1));
                 let view = |at: usize| ArrayView4::from_shape(in_shape, &data[at..]);
                 let (q, k, v) = (view(0), view(h), view(2 * h));
@@ -233,39 +271,54 @@ impl<M: Mode> Bert<M> {
                     ));
                 };
                 let out_shape = (b, heads, longest, hd).strides((longest * h, hd, h, 1));
-                let out_data = out.as_slice_mut().expect("a new C-order array");
+                let out_data = out.as_slice_mut().expect("a C-order scratch matrix");
                 let mut o = ArrayViewMut4::from_shape(out_shape, out_data)
                     .map_err(|e| activation_kernels::Error::InvalidArgument(e.to_string()))?;
                 session.attention_into(&q, &k, &v, &mut o, &opts)
             };
             if longest > 0 {
-                x = self.layer(layer, x, attention)?;
+                x = self.layer(layer, x, &mut scratch, attention)?;
             }
         }
         Ok((x, longest))
     }
 
-    /// One post-LN layer on token rows `x`, with `attention(qkv, out)`.
+    /// The scratch buffers: the kept ones, or new ones while another call holds those.
+    fn scratch(&self) -> ScratchGuard<'_> {
+        match self.scratch.try_lock() {
+            Ok(kept) => ScratchGuard::Kept(kept),
+            // A panic in an earlier call leaves nothing that matters: every element is
+            // written before it is read.
+            Err(TryLockError::Poisoned(p)) => ScratchGuard::Kept(p.into_inner()),
+            Err(TryLockError::WouldBlock) => ScratchGuard::Own(Scratch::default()),
+        }
+    }
+
+    /// One post-LN layer on token rows `x`, with `attention(qkv, out)`, its intermediate rows
+    /// in `scratch`.
     fn layer(
         &self,
         layer: &Layer,
         x: Array2<f32>,
-        attention: impl Fn(&Array2<f32>, &mut Array2<f32>) -> Result<(), activation_kernels::Error>,
+        scratch: &mut Scratch,
+        attention: impl Fn(
+            &ArrayView2<'_, f32>,
+            &mut ArrayViewMut2<'_, f32>,
+        ) -> Result<(), activation_kernels::Error>,
     ) -> Result<Array2<f32>, ModelError> {
         let s = &self.session;
         let (tokens, h) = x.dim();
         let eps = self.config.layer_norm_eps;
-        let mut qkv = Array2::zeros((tokens, 3 * h));
+        let mut qkv = matrix(&mut scratch.qkv, tokens, 3 * h)?;
         s.matmul_into(&x, &layer.qkv.w, &mut qkv, &Bias::per_column(&layer.qkv.b))?;
-        let mut attn = Array2::zeros((tokens, h));
-        attention(&qkv, &mut attn)?;
-        drop(qkv);
-        let mut hidden = Array2::zeros((tokens, h));
+        let mut attn = matrix(&mut scratch.attn, tokens, h)?;
+        attention(&qkv.view(), &mut attn)?;
+        let mut hidden = matrix(&mut scratch.hidden, tokens, h)?;
         let out_epilogue = Chain(Bias::per_column(&layer.attn_out.b), Residual::new(x.view()));
         s.matmul_into(&attn, &layer.attn_out.w, &mut hidden, &out_epilogue)?;
         let n = &layer.attn_norm;
         s.layer_norm(&mut hidden, &n.gamma, &n.beta, eps)?;
-        let mut ff = Array2::zeros((tokens, self.config.intermediate_size));
+        let mut ff = matrix(&mut scratch.ff, tokens, self.config.intermediate_size)?;
         let gelu = s.bias_activation(Bias::per_column(&layer.ff_in.b), Func::GeluErf);
         s.matmul_into(&hidden, &layer.ff_in.w, &mut ff, &gelu)?;
         let mut y = x;
@@ -277,5 +330,30 @@ impl<M: Mode> Bert<M> {
         let n = &layer.ff_norm;
         s.layer_norm(&mut y, &n.gamma, &n.beta, eps)?;
         Ok(y)
+    }
+}
+
+/// The scratch buffers of one forward call.
+enum ScratchGuard<'a> {
+    Kept(std::sync::MutexGuard<'a, Scratch>),
+    Own(Scratch),
+}
+
+impl std::ops::Deref for ScratchGuard<'_> {
+    type Target = Scratch;
+    fn deref(&self) -> &Scratch {
+        match self {
+            ScratchGuard::Kept(g) => g,
+            ScratchGuard::Own(s) => s,
+        }
+    }
+}
+
+impl std::ops::DerefMut for ScratchGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Scratch {
+        match self {
+            ScratchGuard::Kept(g) => g,
+            ScratchGuard::Own(s) => s,
+        }
     }
 }

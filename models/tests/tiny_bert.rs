@@ -77,6 +77,35 @@ fn an_exact_embedding_depends_only_on_its_sentence() {
     }
 }
 
+/// One model called from several threads at once (the callers that do not get the kept
+/// scratch buffers use their own) gives each caller the bits of a call alone; so does a call
+/// after larger and smaller batches have left other values in the kept buffers.
+#[test]
+fn concurrent_and_repeated_calls_on_one_model_give_the_bits_of_a_call_alone() {
+    let dir = tiny_model_dir("concurrent");
+    let owned = sentences();
+    let sentences: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let session = || Session::<Exact>::new().with_threads(1).unwrap();
+    let want = bits(
+        &load(&dir, session())
+            .embed(&sentences[..5], Batching::Varlen)
+            .unwrap(),
+    );
+    let model = load(&dir, session());
+    model.embed(&sentences, Batching::Padded).unwrap();
+    model.embed(&sentences[..1], Batching::Varlen).unwrap();
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for batching in [Batching::Varlen, Batching::Padded, Batching::Varlen] {
+                    let got = model.embed(&sentences[..5], batching).unwrap();
+                    assert_eq!(bits(&got), want, "{batching:?}");
+                }
+            });
+        }
+    });
+}
+
 /// Fast mode keeps its bits on one machine whatever the thread count (its promise), and is
 /// close to exact mode.
 #[test]
