@@ -109,3 +109,43 @@ pub fn map_registers_in_place<L: Lanes>(l: L, data: &mut [f32], f: impl Fn(L::F)
         l.store_partial(f(l.load_partial(d, 0.0)), d);
     }
 }
+
+/// `f` over `N` registers at a time (from `src` into `dst`, or in place), then `tail` on
+/// single registers and the zero-padded last one.
+#[inline(always)]
+pub fn map_register_arrays<L: Lanes, const N: usize>(
+    l: L,
+    io: SrcDst<'_>,
+    f: impl Fn([L::F; N]) -> [L::F; N],
+    tail: impl Fn(L::F) -> L::F,
+) {
+    let w = L::WIDTH;
+    let SrcDst { src, dst } = io;
+    let whole = dst.len() - dst.len() % (N * w);
+    let mut start = 0;
+    while start < whole {
+        let from: &[f32] = match src {
+            Some(s) => &s[start..start + N * w],
+            None => &dst[start..start + N * w],
+        };
+        let mut x = [l.splat(0.0); N];
+        for (i, x) in x.iter_mut().enumerate() {
+            *x = l.load(&from[i * w..]);
+        }
+        let y = f(x);
+        for (i, y) in y.into_iter().enumerate() {
+            l.store(y, &mut dst[start + i * w..]);
+        }
+        start += N * w;
+    }
+    while start < dst.len() {
+        let len = w.min(dst.len() - start);
+        let from: &[f32] = match src {
+            Some(s) => &s[start..start + len],
+            None => &dst[start..start + len],
+        };
+        let y = tail(l.load_partial(from, 0.0));
+        l.store_partial(y, &mut dst[start..start + len]);
+        start += len;
+    }
+}

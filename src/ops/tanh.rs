@@ -6,7 +6,10 @@
 //! rational (a register of many lanes nearly always needs both of its branches).
 
 use super::exp::{EXP_ONE_SCALE, EXP_Q, exp_in, exp_in_range, reduce_arg, scale_exact};
-use super::{Kernel, abs, all_abs_below, fused_kernel_type, horner, nan_where_nan, sign_bit};
+use super::map::{map_lanes, map_lanes_in_place, map_register_arrays};
+use super::{
+    Kernel, SrcDst, abs, all_abs_below, fused_kernel_type, horner, nan_where_nan, sign_bit,
+};
 use crate::lanes::{Exact, Lanes, Mode};
 
 /// Below this `|x|` the polynomial branch runs.
@@ -51,9 +54,10 @@ pub const TANH_IN_RANGE: f32 = EXP_ONE_SCALE / 2.0;
 /// On AVX-512 ([`Lanes::CHEAP_SELECT`], where [`tanh_both_in_one_pass`] runs), a register (a
 /// group of registers, where the map runs one as a lane type) whose lanes all have
 /// `|x| < TANH_IN_RANGE` (the usual case) skips the exp's range test and the NaN select: one
-/// test instead of two, the same bits. Other lane types keep the exp's own test: on AVX2 the
-/// single test made the two-branch loop slower (the loop then holds the two-branch body
-/// twice, once per path), where sigmoid and SiLU gained from it.
+/// test instead of two, the same bits. Other lane types keep the exp's own test here (on AVX2
+/// a group with the single test held the two-branch body twice, once per path, and was
+/// slower); AVX2's slice loop is [`tanh_by_register`], which takes the single test per four
+/// registers.
 #[inline(always)]
 pub fn tanh<L: Lanes>(l: L, x: L::F) -> L::F {
     if L::CHEAP_SELECT && all_abs_below(l, x, TANH_IN_RANGE) {
@@ -136,6 +140,75 @@ impl Kernel for Tanh {
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         tanh(l, x)
     }
+    /// On lane types whose select is not cheap and whose group is four registers (AVX2),
+    /// four registers at a time by [`tanh_by_register`]; elsewhere a group at a time.
+    #[inline(always)]
+    fn map<L: Lanes>(l: L, io: SrcDst<'_>) {
+        if L::CHEAP_SELECT || <L::Group as Lanes>::WIDTH != 4 * L::WIDTH {
+            return match io.src {
+                Some(src) => map_lanes::<L, Self>(l, src, io.dst),
+                None => map_lanes_in_place::<L, Self>(l, io.dst),
+            };
+        }
+        map_register_arrays::<L, 4>(
+            l,
+            io,
+            #[inline(always)]
+            |x| tanh_by_register(l, x),
+            #[inline(always)]
+            |x| tanh(l, x),
+        );
+    }
+}
+
+/// Exact [`tanh`] of `N` registers, bit for bit, for lane types without a cheap select.
+///
+/// Inputs spread over a few units put a lane of the polynomial branch in most groups of four
+/// registers but in only some single registers: so the exp branch runs on all `N` registers
+/// (interleaved), and the polynomial branch and its select only on the registers that have a
+/// lane of it. One range test for all `N` (every `|x| < TANH_IN_RANGE`: no NaN, the exp's
+/// one-scale form) skips the exp's own test and the NaN select, which change nothing there;
+/// any other register set takes the general form register by register.
+#[inline(always)]
+fn tanh_by_register<L: Lanes, const N: usize>(l: L, x: [L::F; N]) -> [L::F; N] {
+    let mut in_range = true;
+    for &x in &x {
+        in_range &= all_abs_below(l, x, TANH_IN_RANGE);
+    }
+    if !in_range {
+        let mut y = x;
+        for y in &mut y {
+            *y = tanh(l, *y);
+        }
+        return y;
+    }
+    let mut ax = x;
+    let mut small = [l.lt(x[0], x[0]); N];
+    let mut all_small = true;
+    for i in 0..N {
+        ax[i] = abs(l, x[i]);
+        small[i] = l.lt(ax[i], l.splat(TANH_SMALL));
+        all_small &= l.all(small[i]);
+    }
+    let mut y = ax;
+    if all_small {
+        for i in 0..N {
+            y[i] = tanh_small::<L>(l, ax[i]);
+        }
+    } else {
+        for i in 0..N {
+            y[i] = tanh_large::<L, true>(l, ax[i]);
+        }
+        for i in 0..N {
+            if l.any(small[i]) {
+                y[i] = l.select(small[i], tanh_small::<L>(l, ax[i]), y[i]);
+            }
+        }
+    }
+    for i in 0..N {
+        y[i] = l.or(y[i], sign_bit(l, x[i]));
+    }
+    y
 }
 
 /// From this `|x|` on, fast mode's tanh is `+-1` (`tanh` rounds to 1 in f32 from 9.011 on).
@@ -256,6 +329,51 @@ mod tests {
                 .dispatch::<Exact, _>(OnePassAndTwoBranches(&xs));
             for (&x, (one_pass, two)) in xs.iter().zip(pairs) {
                 assert_eq!(one_pass, two, "{isa}: x {x:e}");
+            }
+        }
+    }
+
+    /// The slice map of the exact tanh (four registers at a time on AVX2, by
+    /// `tanh_by_register`) gives the scalar bits on every instruction set, out of place and in
+    /// place: register sets all of the polynomial branch, all of the exp branch, mixed in some
+    /// registers only, with a NaN, an infinity or a value past `TANH_IN_RANGE` among them,
+    /// and lengths that end inside a register and inside a set of four.
+    #[test]
+    fn the_slice_map_gives_the_scalar_bits() {
+        use crate::ops::func::{Func, map_slice, map_slice_in_place};
+        let mut src: Vec<f32> = (0..4_096)
+            .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+            .collect();
+        src.extend((0..256).map(|i| 0.59 - i as f32 / 512.0));
+        src.extend((0..256).map(|i| 0.61 + i as f32 / 64.0));
+        src.extend((0..256).map(|i| if i % 32 == 5 { 0.3 } else { 2.0 }));
+        for (k, special) in [f32::NAN, f32::INFINITY, -50.0, 43.0, -0.0, 1e-40]
+            .into_iter()
+            .enumerate()
+        {
+            src[4_096 + 97 * k] = special;
+            src[300 * k + 7] = special;
+        }
+        let scalar = Isa::Scalar.supported().unwrap();
+        for n in [src.len(), src.len() - 1, 35, 31, 8, 3] {
+            let src = &src[src.len() - n..];
+            let mut want = vec![0f32; n];
+            map_slice::<Exact>(Func::Tanh, scalar, src, &mut want);
+            for isa in Isa::available() {
+                let isa_ok = isa.supported().unwrap();
+                let mut got = vec![0f32; n];
+                map_slice::<Exact>(Func::Tanh, isa_ok, src, &mut got);
+                let mut in_place = src.to_vec();
+                map_slice_in_place::<Exact>(Func::Tanh, isa_ok, &mut in_place);
+                for (i, w) in want.iter().enumerate() {
+                    assert_eq!(got[i].to_bits(), w.to_bits(), "{isa}: tanh({:e})", src[i]);
+                    assert_eq!(
+                        in_place[i].to_bits(),
+                        w.to_bits(),
+                        "{isa} in place: {:e}",
+                        src[i]
+                    );
+                }
             }
         }
     }
