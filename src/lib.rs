@@ -28,6 +28,7 @@ mod lanes;
 mod ops;
 // One row of a tensor brought to an f32 kernel.
 mod rows;
+mod work_queue;
 // The GEMM and the tile epilogues it calls.
 pub mod epilogue;
 mod gemm;

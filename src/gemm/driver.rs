@@ -36,7 +36,8 @@
 use std::cell::Cell;
 
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, ShapeBuilder, s};
-use rayon::prelude::*;
+
+use crate::work_queue::{Spread, WorkQueue};
 
 use super::blocking::{Blocking, KB};
 use super::kernel::{MicroKernel, TileProduct};
@@ -98,12 +99,12 @@ struct Pass<'e> {
 }
 
 /// `c = epilogue(a b)` for every item (all of one shape; `k` is the inner dimension), with the
-/// microkernel `K` and the blocking `blk` on `isa`, tiles spread over the current rayon pool
-/// when `parallel`.
+/// microkernel `K` and the blocking `blk` on `isa`, tiles spread over the threads of `spread`
+/// when it is given.
 pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
     isa: Supported,
     blk: Blocking,
-    parallel: bool,
+    spread: Option<Spread<'_>>,
     items: Vec<Item<'_>>,
     k: usize,
     epilogue: &dyn TileEpilogue,
@@ -185,7 +186,7 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
             if pack.len() < total {
                 pack.resize(total, 0.0);
             }
-            round::<M, K>(&pass, parallel, &mut slabs[start..end], k0, &mut pack)?;
+            round::<M, K>(&pass, spread, &mut slabs[start..end], k0, &mut pack)?;
             start = end;
         }
     }
@@ -198,7 +199,7 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
 /// Packs B for `slabs` (super-block `k0..k0 + pass.depth`), then runs every tile of them.
 fn round<M: Mode, K: MicroKernel>(
     pass: &Pass<'_>,
-    parallel: bool,
+    spread: Option<Spread<'_>>,
     slabs: &mut [Slab<'_>],
     k0: usize,
     pack: &mut [f32],
@@ -224,11 +225,12 @@ fn round<M: Mode, K: MicroKernel>(
     let pack_job = |(src, dst): (ArrayView2<'_, f32>, &mut [f32])| {
         pack_panels(src.reversed_axes(), nr, dst);
     };
-    if parallel {
-        jobs.into_par_iter().with_max_len(1).for_each(pack_job);
-    } else {
-        jobs.into_iter().for_each(pack_job);
-    }
+    let packed: Result<(), std::convert::Infallible> =
+        WorkQueue::new(jobs.into_iter()).run(spread, |job| {
+            pack_job(job);
+            Ok(())
+        });
+    let Ok(()) = packed;
 
     let mut tasks = Vec::new();
     let mut packed = &*pack;
@@ -242,6 +244,7 @@ fn round<M: Mode, K: MicroKernel>(
             }
             Operand::Packed(p) => p.panels(k0, slab.col0),
         };
+        let parallel = spread.is_some();
         let nt = tile_width(&pass.blk, w, depth, mtot.div_ceil(pass.blk.mc), parallel);
         // Column tiles outermost: the bands of one column tile run one after the other (or
         // side by side on two threads) while that tile's B panels are still in the L3 cache.
@@ -270,19 +273,10 @@ fn round<M: Mode, K: MicroKernel>(
             c0 += tw;
         }
     }
-    if parallel {
-        // Handed out in order (each thread takes the next task when it is free), so the
-        // threads work on the bands of the same column tile and share its B in L3. (A split
-        // of the list in halves would put the threads on tiles far apart.)
-        tasks
-            .into_iter()
-            .par_bridge()
-            .try_for_each(|t| run_task::<M, K>(pass, t))
-    } else {
-        tasks
-            .into_iter()
-            .try_for_each(|t| run_task::<M, K>(pass, t))
-    }
+    // Handed out in order (each thread takes the next task when it is free), so the threads
+    // work on the bands of the same column tile and share its B in L3. (A split of the list
+    // in halves would put the threads on tiles far apart.)
+    WorkQueue::new(tasks.into_iter()).run(spread, |t| run_task::<M, K>(pass, t))
 }
 
 /// Tiles a product spread over threads is cut into at least (when its columns allow).

@@ -10,7 +10,6 @@
 //! runs on each chunk as on a `1 x w` tile, through the driver's [`finish_tile`].
 
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
-use rayon::prelude::*;
 
 use super::blocking::{KB, narrow_panel_width, panel_width};
 use super::driver::{Item, finish_tile, tile_view};
@@ -19,6 +18,7 @@ use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
 use crate::lanes::{LaneOp, Lanes, Mode, Supported};
+use crate::work_queue::{Spread, WorkQueue};
 
 /// Columns of C per work item, about: [`chunk`] rounds it to whole groups of panels.
 const CHUNK: usize = 512;
@@ -65,10 +65,10 @@ pub(crate) fn applies(items: &[Item<'_>]) -> bool {
 }
 
 /// `c = epilogue(a b)` for items of one row (see [`applies`]), chunks of columns spread over
-/// the current rayon pool when `parallel`.
+/// the threads of `spread` when it is given.
 pub(crate) fn gemv<M: Mode>(
     isa: Supported,
-    parallel: bool,
+    spread: Option<Spread<'_>>,
     items: Vec<Item<'_>>,
     epilogue: &dyn TileEpilogue,
     batched: bool,
@@ -95,11 +95,7 @@ pub(crate) fn gemv<M: Mode>(
         }
     }
     let run = |t: Chunk<'_, '_>| run_chunk::<M>(isa, epilogue, batched, t);
-    if parallel {
-        tasks.into_par_iter().with_max_len(1).try_for_each(run)
-    } else {
-        tasks.into_iter().try_for_each(run)
-    }
+    WorkQueue::new(tasks.into_iter()).run(spread, run)
 }
 
 /// Columns `col0..col0 + c.ncols()` of one item.

@@ -1,6 +1,6 @@
 //! The GEMM with tile epilogues behind `Session::matmul_into` and `Session::matmul_batched_into`.
-//! Knows no session: [`Gemm`] takes the instruction set, whether to split the work across the
-//! current rayon pool, the products and the epilogue.
+//! Knows no session: [`Gemm`] takes the instruction set, the threads to split the work across
+//! (a [`Spread`] of the session's), the products and the epilogue.
 //!
 //! A BLIS-style GEMM: A and B are packed into panels (read through their ndarray strides, so
 //! transposed and strided views need no copy by the caller), C is computed tile by tile by a
@@ -63,6 +63,7 @@ mod ragged;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
 use crate::lanes::{Isa, Mode, Supported, compiled_once_per_mode};
+use crate::work_queue::Spread;
 use blocking::Blocking;
 use driver::gemm_with;
 use kernel::Mr4Nv4;
@@ -77,13 +78,13 @@ pub use packed::{PackedMatrix, Rhs};
 pub(crate) use ragged::RaggedProduct;
 
 /// `c = epilogue(a b)` for every item (all of one shape, `k` the inner dimension), with the
-/// microkernel of the instruction set; the tiles are spread over the current rayon pool when
-/// `parallel`. `batched` calls the epilogue through [`TileEpilogue::apply_batched`] with the
+/// microkernel of the instruction set; the tiles are spread over the threads of `spread` when
+/// it is given. `batched` calls the epilogue through [`TileEpilogue::apply_batched`] with the
 /// item's index. The epilogue is called through its vtable, once per tile, so the GEMM is
 /// compiled once per mode, not once per epilogue type.
 pub(crate) struct Gemm<'a> {
-    /// Split the tiles across the current rayon pool.
-    pub parallel: bool,
+    /// The threads to split the tiles across (`None`: the calling thread alone).
+    pub spread: Option<Spread<'a>>,
     /// The products.
     pub items: Vec<Item<'a>>,
     /// The inner dimension.
@@ -101,7 +102,7 @@ impl Gemm<'_> {
     /// of A) and the GEMM with the microkernel of the instruction set.
     fn run<M: Mode>(self, isa: Supported) -> Result<(), Error> {
         let Gemm {
-            parallel,
+            spread,
             items,
             k,
             epilogue,
@@ -114,7 +115,7 @@ impl Gemm<'_> {
             }
         }
         if k > 0 && gemv::applies(&items) {
-            return gemv::gemv::<M>(isa, parallel, items, epilogue, batched);
+            return gemv::gemv::<M>(isa, spread, items, epilogue, batched);
         }
         // Each architecture compiles only its own kernels; another architecture's instruction
         // sets are never available, so no `Supported` holds one.
@@ -122,31 +123,31 @@ impl Gemm<'_> {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 if wide_panels_fit(&items) => {
                 let blk = Blocking::of::<Mr4Nv6>(width);
-                gemm_with::<M, Mr4Nv6>(isa, blk, parallel, items, k, epilogue, batched)
+                gemm_with::<M, Mr4Nv6>(isa, blk, spread, items, k, epilogue, batched)
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => {
                 let blk = Blocking::of::<Mr14Nv2>(width);
-                gemm_with::<M, Mr14Nv2>(isa, blk, parallel, items, k, epilogue, batched)
+                gemm_with::<M, Mr14Nv2>(isa, blk, spread, items, k, epilogue, batched)
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 | Isa::Sse2 => {
                 let blk = Blocking::of::<Mr6Nv2>(width);
-                gemm_with::<M, Mr6Nv2>(isa, blk, parallel, items, k, epilogue, batched)
+                gemm_with::<M, Mr6Nv2>(isa, blk, spread, items, k, epilogue, batched)
             }
             #[cfg(target_arch = "aarch64")]
             Isa::Neon if !M::FAST => {
                 let blk = Blocking::of::<Mr6Nv3>(width);
-                gemm_with::<M, Mr6Nv3>(isa, blk, parallel, items, k, epilogue, batched)
+                gemm_with::<M, Mr6Nv3>(isa, blk, spread, items, k, epilogue, batched)
             }
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => {
                 let blk = Blocking::of::<Mr8Nv3>(width);
-                gemm_with::<M, Mr8Nv3>(isa, blk, parallel, items, k, epilogue, batched)
+                gemm_with::<M, Mr8Nv3>(isa, blk, spread, items, k, epilogue, batched)
             }
             _ => {
                 let blk = Blocking::of::<Mr4Nv4>(width);
-                gemm_with::<M, Mr4Nv4>(isa, blk, parallel, items, k, epilogue, batched)
+                gemm_with::<M, Mr4Nv4>(isa, blk, spread, items, k, epilogue, batched)
             }
         }
     }

@@ -87,15 +87,12 @@ fn check<M: Mode, K: MicroKernel>(
         c: c.view_mut(),
     }];
     let isa_ok = isa.supported().unwrap();
-    let run = || driver::gemm_with::<M, K>(isa_ok, blk, parallel, items, k, &audit, false);
     if parallel {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
-        pool.install(run).unwrap();
+        // Three threads drain the tiles: the bits must not depend on which one runs a tile.
+        let three = ThreeThreads;
+        driver::gemm_with::<M, K>(isa_ok, blk, Some(&three), items, k, &audit, false).unwrap();
     } else {
-        run().unwrap();
+        driver::gemm_with::<M, K>(isa_ok, blk, None, items, k, &audit, false).unwrap();
     }
     let what = format!("{} {isa} {blk:?} {m}x{n}x{k}", M::NAME);
     assert_eq!(audit.wrong.load(Ordering::Relaxed), 0, "{what}");
@@ -184,4 +181,17 @@ fn large_k_crosses_super_blocks_with_production_blocking() {
     let blk = Blocking::of::<Mr6Nv2>(isa.width());
     check::<Exact, Mr6Nv2>(isa, blk, true, 3, 5, 2 * blk.kb + 7);
     check::<Fast, Mr6Nv2>(isa, blk, false, 3, 5, blk.kb + 1);
+}
+
+/// Three threads drain every region: the bits must not depend on which one runs a tile.
+struct ThreeThreads;
+
+impl crate::work_queue::Region for ThreeThreads {
+    fn region(&self, drain: &(dyn Fn() + Sync)) {
+        rayon::scope(|s| {
+            s.spawn(|_| drain());
+            s.spawn(|_| drain());
+            drain();
+        })
+    }
 }

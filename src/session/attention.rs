@@ -26,7 +26,6 @@ use ndarray::{
     Array, Array2, Array3, ArrayRef, ArrayView1, ArrayView2, ArrayView4, ArrayViewMut2,
     ArrayViewMut4, Axis, Dimension, Ix2, Ix4, IxDyn, s,
 };
-use rayon::prelude::*;
 
 use super::Session;
 use super::attention_plan::{KeptKeys, Plan};
@@ -465,11 +464,7 @@ impl<M: Mode> Session<M> {
             }
         };
         let work = attention_work(batch, heads, heads / group, seq_q, seq_k, dim + v_dim);
-        if self.parallel(work) {
-            self.install(|| items.into_par_iter().try_for_each(run))
-        } else {
-            items.into_iter().try_for_each(run)
-        }
+        self.try_for_each_item(self.parallel(work), items, run)
     }
 
     /// The scores of the block against every key it may see, the two-pass softmax of each row,

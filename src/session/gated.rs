@@ -3,7 +3,6 @@
 //! `gate`), `_into` a destination, `_owned`.
 
 use ndarray::{Array, ArrayRef, ArrayView1, ArrayViewMut1, Dimension, Zip};
-use rayon::prelude::*;
 
 use super::walk::smallest_stride_axis;
 use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
@@ -83,11 +82,7 @@ impl<M: Mode> Session<M> {
             with_row_mut(g, |g| with_row(u, |u| self.gated_row(func, None, u, g)))
         };
         let lanes = Zip::from(gate.lanes_mut(axis)).and(up.lanes(axis));
-        if self.parallel(up.len()) {
-            self.install(|| lanes.par_for_each(lane));
-        } else {
-            lanes.for_each(lane);
-        }
+        self.for_each_lane_piece(self.parallel(up.len()), lanes, |z| z.for_each(&lane));
         Ok(())
     }
 
@@ -134,11 +129,7 @@ impl<M: Mode> Session<M> {
         let lanes = Zip::from(out.lanes_mut(axis))
             .and(gate.lanes(axis))
             .and(up.lanes(axis));
-        if self.parallel(up.len()) {
-            self.install(|| lanes.par_for_each(lane));
-        } else {
-            lanes.for_each(lane);
-        }
+        self.for_each_lane_piece(self.parallel(up.len()), lanes, |z| z.for_each(&lane));
         Ok(())
     }
 
@@ -191,12 +182,14 @@ impl<M: Mode> Session<M> {
             }
         };
         if self.parallel(up.len()) {
-            let gates = gate.map(|g| g.par_chunks(PAR_CHUNK));
-            let rest = up.par_chunks(PAR_CHUNK).zip(out.par_chunks_mut(PAR_CHUNK));
-            self.install(|| match gates {
-                Some(g) => g.zip(rest).for_each(|(g, r)| chunk(Some(g), r)),
-                None => rest.for_each(|r| chunk(None, r)),
-            });
+            let rest = up.chunks(PAR_CHUNK).zip(out.chunks_mut(PAR_CHUNK));
+            match gate {
+                Some(g) => {
+                    let items = g.chunks(PAR_CHUNK).zip(rest);
+                    self.for_each_item(true, items, |(g, r)| chunk(Some(g), r))
+                }
+                None => self.for_each_item(true, rest, |r| chunk(None, r)),
+            }
         } else {
             chunk(gate, (up, out));
         }

@@ -13,6 +13,7 @@ use super::Session;
 use crate::epilogue::{Activation, Bias, BiasActivation, TileEpilogue};
 use crate::error::same_shape;
 use crate::gemm::{Gemm, Item, Operand, PackedMatrix, Rhs, operand};
+use crate::work_queue::Spread;
 use crate::{Error, Func, Mode};
 
 /// Multiply-adds that count as one element of element-wise work against the session's
@@ -256,36 +257,22 @@ impl<M: Mode> Session<M> {
     }
 
     fn gemm<'a>(
-        &self,
+        &'a self,
         items: Vec<Item<'a>>,
         work: usize,
         k: usize,
         epilogue: &'a dyn TileEpilogue,
         batched: bool,
     ) -> Result<(), Error> {
-        if self.parallel(work) {
-            self.install(|| {
-                let parallel = true;
-                Gemm {
-                    parallel,
-                    items,
-                    k,
-                    epilogue,
-                    batched,
-                }
-                .dispatch::<M>(self.isa)
-            })
-        } else {
-            let parallel = false;
-            Gemm {
-                parallel,
-                items,
-                k,
-                epilogue,
-                batched,
-            }
-            .dispatch::<M>(self.isa)
+        let parallel = self.parallel(work) && self.region_threads() > 1;
+        Gemm {
+            spread: parallel.then_some(self as Spread<'_>),
+            items,
+            k,
+            epilogue,
+            batched,
         }
+        .dispatch::<M>(self.isa)
     }
 }
 

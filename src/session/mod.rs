@@ -15,6 +15,7 @@ mod owned;
 mod pooling;
 mod rows;
 mod softmax;
+mod team;
 mod varlen;
 mod walk;
 
@@ -64,8 +65,8 @@ pub(crate) enum Threads {
     /// The calling thread alone (`with_threads(1)`): no pool, so no work is handed to another
     /// thread and back on every call.
     One,
-    /// A pool of the session's own.
-    Pool(Arc<rayon::ThreadPool>),
+    /// Threads of the session's own beside the calling thread, shared by its clones.
+    Pool(Arc<team::Team>),
 }
 
 impl<M: Mode> Clone for Session<M> {
@@ -154,9 +155,11 @@ impl<M: Mode> Session<M> {
         })
     }
 
-    /// The same session with its own rayon pool of `threads` threads (by default a session runs
-    /// in the caller's current pool); with one thread, everything runs on the calling thread
-    /// and no pool is made. Results never depend on the number of threads.
+    /// The same session with threads of its own: the calling thread works on each parallel
+    /// region beside `threads - 1` threads that the session starts (by default a session runs
+    /// in the caller's current rayon pool); with one thread, everything runs on the calling
+    /// thread and no thread is started. The threads are shared by the session's clones and
+    /// end when the last of them is dropped. Results never depend on the number of threads.
     ///
     /// `threads` is capped at [`Session::MAX_THREADS`]. `0` is [`Error::InvalidArgument`]; a
     /// pool the system cannot start (threads or memory refused) is [`Error::ThreadPool`].
@@ -182,12 +185,9 @@ impl<M: Mode> Session<M> {
                 ..self
             });
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| Error::ThreadPool(e.to_string()))?;
+        let team = team::Team::new(threads, "activation-kernels")?;
         Ok(Session {
-            pool: Threads::Pool(Arc::new(pool)),
+            pool: Threads::Pool(Arc::new(team)),
             ..self
         })
     }
@@ -212,7 +212,7 @@ impl<M: Mode> Session<M> {
         match &self.pool {
             Threads::Caller => None,
             Threads::One => Some(1),
-            Threads::Pool(p) => Some(p.current_num_threads()),
+            Threads::Pool(team) => Some(team.threads()),
         }
     }
 
@@ -224,15 +224,6 @@ impl<M: Mode> Session<M> {
     /// The mode's name, `"exact"` or `"fast"`.
     pub fn mode_name(&self) -> &'static str {
         M::NAME
-    }
-
-    /// Runs `f` in the session's pool, or on the calling thread (in the caller's pool, if any)
-    /// if it has none.
-    pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
-            Threads::Pool(pool) => pool.install(f),
-            Threads::Caller | Threads::One => f(),
-        }
     }
 
     /// Whether work on `elements` elements should be split across threads: never on a
@@ -263,26 +254,29 @@ mod tests {
     use super::*;
 
     /// A one-thread session runs its work on the calling thread (never a pool thread of its
-    /// own) and never takes the parallel path; a session of two threads runs in its pool.
+    /// own) and never takes the parallel path, inside a rayon pool too; a session of two
+    /// threads takes it.
     #[test]
     fn a_one_thread_session_stays_on_the_calling_thread() {
         let one = Session::exact().with_threads(1).unwrap();
         assert!(!one.parallel(usize::MAX));
-        assert_eq!(one.install(rayon::current_thread_index), None);
+        let on_caller = |s: &Session<Exact>| {
+            let me = std::thread::current().id();
+            let seen = std::sync::Mutex::new(Vec::new());
+            s.for_each_item(true, 0..64, |_| {
+                seen.lock().unwrap().push(std::thread::current().id())
+            });
+            seen.into_inner().unwrap().iter().all(|&t| t == me)
+        };
+        assert!(on_caller(&one));
         let outer = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
             .unwrap();
-        let (caller, inside) = outer.install(|| {
-            (
-                rayon::current_thread_index(),
-                one.install(rayon::current_thread_index),
-            )
-        });
-        assert_eq!(inside, caller);
+        assert!(outer.install(|| on_caller(&one)));
         let two = Session::exact().with_threads(2).unwrap();
         assert!(two.parallel(two.parallel_threshold()));
-        assert!(two.install(rayon::current_thread_index).is_some());
+        assert_eq!(two.region_threads(), 2);
         assert!(format!("{one:?}").contains("threads: Some(1)"));
     }
 }

@@ -3,7 +3,6 @@
 //! threads when the tensor is large, and a row is never split.
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, NdProducer, Zip};
-use rayon::prelude::*;
 
 use super::Session;
 use crate::rows::{with_row, with_row_into, with_row_mut};
@@ -27,14 +26,10 @@ pub(crate) enum Rows<'s, 'd, T> {
     Into(ArrayViewD<'s, T>, ArrayViewMutD<'d, T>),
 }
 
-/// `rows.for_each(f)` or `rows.par_for_each(f)` in the session's pool.
+/// `rows.for_each(f)`, in pieces over the session's threads when `parallel`.
 macro_rules! maybe_parallel {
     ($session:expr, $parallel:expr, $rows:expr, $f:expr) => {
-        if $parallel {
-            $session.install(|| $rows.par_for_each($f));
-        } else {
-            $rows.for_each($f);
-        }
+        $session.for_each_lane_piece($parallel, $rows, |z| z.for_each(&$f))
     };
 }
 
@@ -99,18 +94,17 @@ impl<T: Element> Rows<'_, '_, T> {
             if !parallel {
                 return op(src, dst, cols);
             }
-            session.install(|| {
-                // A few blocks per thread, so that one slow block does not idle the others.
-                let rows = total / cols;
-                let block = rows.div_ceil(4 * rayon::current_num_threads()) * cols;
-                match src {
-                    Some(src) => src
-                        .par_chunks(block)
-                        .zip(dst.par_chunks_mut(block))
-                        .for_each(|(s, d)| op(Some(s), d, cols)),
-                    None => dst.par_chunks_mut(block).for_each(|d| op(None, d, cols)),
+            let block = session.per_piece(total / cols) * cols;
+            match src {
+                Some(src) => {
+                    let blocks = src.chunks(block).zip(dst.chunks_mut(block));
+                    session.for_each_item(true, blocks, |(s, d)| op(Some(s), d, cols))
                 }
-            })
+                None => {
+                    let blocks = dst.chunks_mut(block);
+                    session.for_each_item(true, blocks, |d| op(None, d, cols))
+                }
+            }
         };
         let (src, dst) = match self {
             Rows::InPlace(x) => (None, x.as_slice_mut()),

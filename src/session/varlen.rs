@@ -6,7 +6,6 @@
 //! its sequence run alone.
 
 use ndarray::{Array2, ArrayRef2, ArrayViewMut2, Axis, s};
-use rayon::prelude::*;
 
 use super::Session;
 use super::attention::AttentionOptions;
@@ -201,10 +200,7 @@ impl<M: Mode> Session<M> {
             .saturating_mul(hd + vd);
         let values = total.saturating_mul(q.ncols() + k.ncols() + v.ncols() + h.heads * vd);
         let work = super::matmul::work_of(madds, values);
-        if self.parallel(work) && items.len() > 1 {
-            self.install(|| items.into_par_iter().try_for_each(run))
-        } else {
-            items.into_iter().try_for_each(run)
-        }
+        let parallel = self.parallel(work) && items.len() > 1;
+        self.try_for_each_item(parallel, items, run)
     }
 }

@@ -4,7 +4,6 @@
 //! fixed-size parallel chunks.
 
 use ndarray::{ArrayRef, Axis, Dimension, Zip};
-use rayon::prelude::*;
 
 use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
 use crate::rows::{with_row, with_row_mut};
@@ -52,10 +51,8 @@ impl<M: Mode> Session<M> {
     /// `op` over a contiguous slice, split into fixed parallel chunks when it is large.
     pub(crate) fn slice_in_place<T: Element>(&self, data: &mut [T], op: &impl SliceOp) {
         if self.parallel(data.len()) {
-            self.install(|| {
-                data.par_chunks_mut(PAR_CHUNK)
-                    .for_each(|c| chunk_in_place(c, op))
-            });
+            let chunks = data.chunks_mut(PAR_CHUNK);
+            self.for_each_item(true, chunks, |c| chunk_in_place(c, op));
         } else {
             chunk_in_place(data, op);
         }
@@ -64,11 +61,8 @@ impl<M: Mode> Session<M> {
     /// `dst = op(src)` over contiguous slices of equal length.
     pub(crate) fn slice_into<T: Element>(&self, src: &[T], dst: &mut [T], op: &impl SliceOp) {
         if self.parallel(src.len()) {
-            self.install(|| {
-                src.par_chunks(PAR_CHUNK)
-                    .zip(dst.par_chunks_mut(PAR_CHUNK))
-                    .for_each(|(s, d)| chunk_into(s, d, op))
-            });
+            let chunks = src.chunks(PAR_CHUNK).zip(dst.chunks_mut(PAR_CHUNK));
+            self.for_each_item(true, chunks, |(s, d)| chunk_into(s, d, op));
         } else {
             chunk_into(src, dst, op);
         }
@@ -93,12 +87,9 @@ impl<M: Mode> Session<M> {
             None => with_row_mut(lane, |buf| op.in_place(buf)),
         };
         let parallel = self.parallel(a.len());
-        let lanes = Zip::from(a.lanes_mut(axis));
-        if parallel {
-            self.install(|| lanes.par_for_each(lane));
-        } else {
-            lanes.for_each(lane);
-        }
+        self.for_each_lane_piece(parallel, Zip::from(a.lanes_mut(axis)), |z| {
+            z.for_each(&lane)
+        });
     }
 
     /// `dst = op(src)` for arrays of the same shape (checked by the caller) and any layouts.
@@ -123,11 +114,7 @@ impl<M: Mode> Session<M> {
         };
         let parallel = self.parallel(src.len());
         let lanes = Zip::from(dst.lanes_mut(axis)).and(src.lanes(axis));
-        if parallel {
-            self.install(|| lanes.par_for_each(lane));
-        } else {
-            lanes.for_each(lane);
-        }
+        self.for_each_lane_piece(parallel, lanes, |z| z.for_each(&lane));
     }
 }
 

@@ -11,6 +11,7 @@ mod attention_visibility;
 mod canonical_nan;
 mod capi;
 mod cross_isa;
+mod decode;
 mod embeddings;
 mod epilogue;
 mod exact_golden;

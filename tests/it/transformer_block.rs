@@ -3,7 +3,7 @@
 
 #[path = "../../examples/transformer_block/block.rs"]
 #[allow(dead_code)]
-mod block;
+pub(crate) mod block;
 
 use activation_kernels::{Exact, Fast, Isa, Session};
 use block::{Config, Timings, Weights, abs_diff, digest, forward, forward_f64, input};
