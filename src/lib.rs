@@ -27,7 +27,7 @@ mod lanes;
 // again in every crate that calls a mode-generic operator.
 mod ops;
 // One row of a tensor brought to an f32 kernel.
-mod rows;
+mod row_buffer;
 mod work_queue;
 // The GEMM and the tile epilogues it calls.
 pub mod epilogue;

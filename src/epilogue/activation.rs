@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::lanes::{ExactFpEnv, Isa, LaneOp, Lanes, Mode, Supported, compiled_once_per_mode};
 use crate::ops::func::{Func, KernelVisitor, map_slice_in_place};
 use crate::ops::{Kernel, SrcDst};
-use crate::rows::with_row_mut;
+use crate::row_buffer::with_row_mut;
 
 /// Applies an element-wise function of the crate to every element, in mode `M` on one
 /// instruction set: exactly what [`Session::apply`](crate::Session::apply) does to the finished

@@ -30,7 +30,7 @@ use crate::error::Error;
 use crate::lanes::{LaneOp, Lanes, Mode, Supported};
 use crate::ops::CANONICAL_NAN;
 use crate::ops::nan::canonical_nan_lanes;
-use crate::rows::with_row_mut;
+use crate::row_buffer::with_row_mut;
 
 /// An operation on finished output tiles of a matrix product.
 ///
@@ -204,7 +204,7 @@ fn matrix_dims(c_shape: &[usize]) -> Option<(usize, usize)> {
     }
 }
 
-/// Calls `f(i, row)` for every row of `tile` as a contiguous slice (see [`crate::rows`]).
+/// Calls `f(i, row)` for every row of `tile` as a contiguous slice (see [`crate::row_buffer`]).
 fn for_each_row(tile: &mut ArrayRef2<f32>, mut f: impl FnMut(usize, &mut [f32])) {
     for (i, row) in tile.rows_mut().into_iter().enumerate() {
         with_row_mut(row, |r| f(i, r));

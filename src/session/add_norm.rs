@@ -6,11 +6,11 @@ use ndarray::{Array, ArrayRef, ArrayRef1, Dimension};
 
 use super::Session;
 use super::norm::check_layer_norm;
-use super::rows::Rows;
+use super::row_ops::Rows;
 use crate::error::same_shape;
 use crate::lanes::ExactFpEnv;
 use crate::ops::norm::LayerNormRow;
-use crate::rows::with_row;
+use crate::row_buffer::with_row;
 use crate::{Element, Error, Mode};
 
 impl<M: Mode> Session<M> {

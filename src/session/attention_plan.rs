@@ -6,7 +6,7 @@ use ndarray::{Array1, ArrayView1, ArrayViewD, s};
 
 use crate::ops::softmax::MaskedRow;
 use crate::ops::softmax::scores::ScoreMask;
-use crate::rows::{with_bool_row, with_row};
+use crate::row_buffer::{with_bool_row, with_row};
 
 /// Everything a work item needs to know about masking, resolved once.
 pub(super) struct Plan<'a> {

@@ -8,7 +8,7 @@ use super::walk::smallest_stride_axis;
 use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
 use crate::error::same_shape;
 use crate::ops::nan::MulRow;
-use crate::rows::{with_row, with_row_mut};
+use crate::row_buffer::{with_row, with_row_mut};
 use crate::{Element, Error, Func, Mode};
 
 macro_rules! gated_forms {

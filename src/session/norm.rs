@@ -3,10 +3,10 @@
 use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
 use super::Session;
-use super::rows::{Rows, no_extra};
+use super::row_ops::{Rows, no_extra};
 use crate::error::same_shape;
 use crate::ops::norm::LayerNormRow;
-use crate::rows::with_row;
+use crate::row_buffer::with_row;
 use crate::{Element, Error, Mode};
 
 impl<M: Mode> Session<M> {

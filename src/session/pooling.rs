@@ -4,11 +4,11 @@
 use ndarray::{Array, Array2, ArrayRef, ArrayRef2, ArrayRef3, Axis, Dimension};
 
 use super::Session;
-use super::rows::{Rows, no_extra};
+use super::row_ops::{Rows, no_extra};
 use super::varlen::check_offsets;
 use crate::error::same_shape;
 use crate::ops::pooling::{l2_normalize_row_on, mean_of_rows_on};
-use crate::rows::with_row_mut;
+use crate::row_buffer::with_row_mut;
 use crate::{Element, Error, Mode};
 
 impl<M: Mode> Session<M> {

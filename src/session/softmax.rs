@@ -6,12 +6,12 @@
 use ndarray::{Array, Array1, ArrayRef, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn};
 
 use super::Session;
-use super::rows::{Rows, no_extra};
+use super::row_ops::{Rows, no_extra};
 use crate::error::same_shape;
 use crate::ops::SrcDst;
 use crate::ops::softmax::scores::{MaskedSoftmaxRow, ScoreMask};
 use crate::ops::softmax::{MaskedRow, SoftmaxRow, SoftmaxRows};
-use crate::rows::{with_bool_row, with_row};
+use crate::row_buffer::{with_bool_row, with_row};
 use crate::{Element, Error, Mode};
 
 /// The mask of [`Session::masked_softmax`], over the last two axes `[.., rows, cols]` of the

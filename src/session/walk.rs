@@ -1,12 +1,12 @@
 //! Bringing any ndarray layout to the `f32` slice kernels of element-wise operators: the
 //! contiguous fast path (either memory order), 16-bit types through `f32` chunks, other layouts
-//! lane by lane along the axis of smallest stride (through [`crate::rows`]), and the split into
+//! lane by lane along the axis of smallest stride (through [`crate::row_buffer`]), and the split into
 //! fixed-size parallel chunks.
 
 use ndarray::{ArrayRef, Axis, Dimension, Zip};
 
 use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
-use crate::rows::{with_row, with_row_mut};
+use crate::row_buffer::{with_row, with_row_mut};
 use crate::{Element, Mode};
 
 /// An element-wise computation on `f32` slices, in place or from a source into a destination

@@ -1,11 +1,11 @@
 //! Row operators (softmax, log-softmax, masked softmax, layer norm): every lane of an axis is
-//! brought to an `f32` row kernel through [`crate::rows`]; rows are spread over the session's
+//! brought to an `f32` row kernel through [`crate::row_buffer`]; rows are spread over the session's
 //! threads when the tensor is large, and a row is never split.
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, NdProducer, Zip};
 
 use super::Session;
-use crate::rows::{with_row, with_row_into, with_row_mut};
+use crate::row_buffer::{with_row, with_row_into, with_row_mut};
 use crate::{Element, Mode};
 
 /// One `()` per row of a tensor of shape `shape` along `axis` (no memory: `()` has no size):
