@@ -10,7 +10,9 @@
 //! under the default MXCSR, where the guard only reads it, and under a caller's FTZ/DAZ, where
 //! it writes and restores it; the scalar `exact::exp` over the same elements in both), and
 //! `nan-pass/256x768x768` (the exact GEMM of that shape on one thread, whose tiles get the
-//! canonical-NaN pass; compare with a build without the pass).
+//! canonical-NaN pass; compare with a build without the pass), and `walks/1048576` (one thread:
+//! the gated SwiGLU in place and `_into`, f32 and bf16; layer norm, residual add + layer norm,
+//! and log-softmax over rows of 1,024; softmax down the columns of a C-order matrix).
 
 use activation_kernels::{Func, Isa, Session, exact, fast};
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
@@ -79,6 +81,51 @@ fn half_types(c: &mut Criterion) {
         b.iter(|| s.gelu(black_box(&mut ab16)))
     });
     g.bench_function("exact-gelu-f16", |b| b.iter(|| s.gelu(black_box(&mut a16))));
+    g.finish();
+}
+
+fn walks(c: &mut Criterion) {
+    let n = 1 << 20;
+    let mut g = c.benchmark_group(format!("walks/{n}"));
+    g.throughput(Throughput::Elements(n as u64));
+    let s = Session::exact().with_threads(1).unwrap();
+    let (mut gate, up) = (Array1::from(data(n)), Array1::from(data(n)));
+    let mut out = gate.clone();
+    g.bench_function("swiglu-f32", |b| {
+        b.iter(|| s.swiglu(black_box(&mut gate), &up).unwrap())
+    });
+    g.bench_function("swiglu-into-f32", |b| {
+        b.iter(|| s.swiglu_into(black_box(&gate), &up, &mut out).unwrap())
+    });
+    let (mut gate16, up16) = (gate.mapv(bf16::from_f32), up.mapv(bf16::from_f32));
+    g.bench_function("swiglu-bf16", |b| {
+        b.iter(|| s.swiglu(black_box(&mut gate16), &up16).unwrap())
+    });
+    let mut m = Array2::from_shape_vec((1024, 1024), data(n)).unwrap();
+    let r = m.clone();
+    let (gamma, beta) = (Array1::from(data(1024)), Array1::from(data(1024)));
+    g.bench_function("layer-norm-rows", |b| {
+        b.iter(|| {
+            s.layer_norm(black_box(&mut m), &gamma, &beta, 1e-5)
+                .unwrap()
+        })
+    });
+    g.bench_function("add-layer-norm-rows", |b| {
+        b.iter(|| {
+            s.add_layer_norm(black_box(&mut m), &r, &gamma, &beta, 1e-5)
+                .unwrap()
+        })
+    });
+    let mut o = m.clone();
+    g.bench_function("log-softmax-into-rows", |b| {
+        b.iter(|| {
+            s.log_softmax_into(black_box(&r), &mut o, ndarray::Axis(1))
+                .unwrap()
+        })
+    });
+    g.bench_function("softmax-columns", |b| {
+        b.iter(|| s.softmax(black_box(&mut m), ndarray::Axis(0)).unwrap())
+    });
     g.finish();
 }
 
@@ -151,6 +198,6 @@ fn nan_pass(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(2));
-    targets = overhead, threads, half_types, fp_env, nan_pass
+    targets = overhead, threads, half_types, fp_env, nan_pass, walks
 }
 criterion_main!(benches);
