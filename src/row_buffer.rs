@@ -66,23 +66,25 @@ pub(crate) fn with_row<T: Element, R>(row: ArrayView1<'_, T>, f: impl FnOnce(&[f
     })
 }
 
-/// `dst = f(src)` row by row: `src` is copied into `dst`'s row (in place where that is a
-/// contiguous `f32` lane, else into the buffer), then `f` works on it there.
+/// Runs `f` on `row` as a contiguous `f32` slice that it fills: the row itself where it is a
+/// contiguous `f32` lane, else a buffer (its contents unspecified, not the row's) written back
+/// afterwards.
 #[inline]
-pub(crate) fn with_row_into<T: Element, R>(
-    src: ArrayView1<'_, T>,
-    dst: ArrayViewMut1<'_, T>,
+pub(crate) fn with_row_out<T: Element, R>(
+    mut row: ArrayViewMut1<'_, T>,
     f: impl FnOnce(&mut [f32]) -> R,
 ) -> R {
-    with_row_mut(dst, |d| {
-        match src.as_slice().and_then(T::as_f32_slice) {
-            Some(s) => d.copy_from_slice(s),
-            None => d
-                .iter_mut()
-                .zip(src.iter())
-                .for_each(|(d, s)| *d = s.to_f32()),
+    if let Some(s) = row.as_slice_mut()
+        && let Some(s) = T::as_f32_slice_mut(s)
+    {
+        return f(s);
+    }
+    with_buffer(row.len(), |buf| {
+        let r = f(buf);
+        for (v, b) in row.iter_mut().zip(buf.iter()) {
+            *v = T::from_f32(*b);
         }
-        f(d)
+        r
     })
 }
 

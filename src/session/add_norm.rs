@@ -2,13 +2,14 @@
 //! SkipLayerNormalization, for post-LN models whose residual add is not already a GEMM
 //! epilogue): each row gets `x + residual`, then is normalised while it is in cache.
 
-use ndarray::{Array, ArrayRef, ArrayRef1, Dimension};
+use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
 use super::Session;
 use super::norm::check_layer_norm;
-use super::row_ops::Rows;
+use super::traverse::{Grain, Operands, no_extra};
 use crate::error::same_shape;
 use crate::lanes::ExactFpEnv;
+use crate::ops::SrcDst;
 use crate::ops::norm::LayerNormRow;
 use crate::row_buffer::with_row;
 use crate::{Element, Error, Mode};
@@ -42,34 +43,14 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         same_shape("add_layer_norm residual", x.shape(), residual.shape())?;
         let axis = check_layer_norm(x.shape(), gamma, beta, eps)?;
-        let isa = self.isa;
-        let residual = residual.view().into_dyn();
-        with_row(gamma.view(), |g| {
-            with_row(beta.view(), |b| {
-                Rows::InPlace(x.view_mut().into_dyn()).for_each(
-                    self,
-                    axis,
-                    residual.lanes(axis),
-                    |row, r| {
-                        with_row(r, |r| {
-                            // The sum rounded to `T` first, as the separate add would store it.
-                            let _env = ExactFpEnv::enter_if(!M::FAST);
-                            for (x, &r) in row.iter_mut().zip(r) {
-                                *x = T::from_f32(*x + r).to_f32();
-                            }
-                        });
-                        let (gamma, beta) = (g, b);
-                        LayerNormRow {
-                            row,
-                            gamma,
-                            beta,
-                            eps,
-                        }
-                        .dispatch::<M>(isa)
-                    },
-                )
-            })
-        });
+        let operands = Operands::in_place(x.view_mut().into_dyn());
+        self.add_layer_norm_rows(
+            operands.and(residual.view().into_dyn()),
+            axis,
+            gamma,
+            beta,
+            eps,
+        );
         Ok(())
     }
 
@@ -85,12 +66,16 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
         same_shape("add_layer_norm residual", src.shape(), residual.shape())?;
-        check_layer_norm(src.shape(), gamma, beta, eps)?;
-        // The destination takes the source's values; then the in-place form.
-        ndarray::Zip::from(dst.view_mut())
-            .and(src.view())
-            .for_each(|d, &s| *d = s);
-        self.add_layer_norm(dst, residual, gamma, beta, eps)
+        let axis = check_layer_norm(src.shape(), gamma, beta, eps)?;
+        let operands = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        self.add_layer_norm_rows(
+            operands.and(residual.view().into_dyn()),
+            axis,
+            gamma,
+            beta,
+            eps,
+        );
+        Ok(())
     }
 
     /// `layer_norm(src + residual)` as a new array (see [`Session::add_layer_norm`]).
@@ -107,5 +92,49 @@ impl<M: Mode> Session<M> {
         let mut out = super::owned::try_to_owned(src, "add_layer_norm output")?;
         self.add_layer_norm(&mut out, residual, gamma, beta, eps)?;
         Ok(out)
+    }
+
+    /// `layer_norm(x + residual)` of every row along `axis`: `x` the first operand, the
+    /// residual the second (checked by the caller).
+    fn add_layer_norm_rows<T: Element>(
+        &self,
+        operands: Operands<'_, T>,
+        axis: Axis,
+        gamma: &ArrayRef1<f32>,
+        beta: &ArrayRef1<f32>,
+        eps: f32,
+    ) {
+        let isa = self.isa;
+        with_row(gamma.view(), |gamma| {
+            with_row(beta.view(), |beta| {
+                self.traverse(operands, Grain::Rows(axis), no_extra(), |p| {
+                    p.for_each_row(|SrcDst { src, dst: row }, residual| {
+                        let residual = residual.expect("add_layer_norm has the residual");
+                        {
+                            // The sum rounded to `T` first, as the separate add would store it.
+                            let _env = ExactFpEnv::enter_if(!M::FAST);
+                            let sum = |x: f32, r: f32| T::from_f32(x + r).to_f32();
+                            match src {
+                                Some(src) => row
+                                    .iter_mut()
+                                    .zip(src.iter().zip(residual))
+                                    .for_each(|(y, (&x, &r))| *y = sum(x, r)),
+                                None => row
+                                    .iter_mut()
+                                    .zip(residual)
+                                    .for_each(|(y, &r)| *y = sum(*y, r)),
+                            }
+                        }
+                        LayerNormRow {
+                            row,
+                            gamma,
+                            beta,
+                            eps,
+                        }
+                        .dispatch::<M>(isa)
+                    })
+                })
+            })
+        });
     }
 }

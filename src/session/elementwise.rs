@@ -4,35 +4,17 @@
 use ndarray::{Array, ArrayRef, Dimension};
 
 use super::Session;
-use super::walk::SliceOp;
+use super::traverse::{Grain, Operands, Piece, no_extra};
 use crate::error::same_shape;
 use crate::{Element, Error, Func, Mode};
-
-/// The slice kernel of one function in a session's mode, as a [`SliceOp`].
-struct FuncOp<'s, M: Mode> {
-    session: &'s Session<M>,
-    func: Func,
-}
-
-impl<M: Mode> SliceOp for FuncOp<'_, M> {
-    fn in_place(&self, data: &mut [f32]) {
-        self.session.kernel_in_place(self.func, data)
-    }
-    fn into(&self, src: &[f32], dst: &mut [f32]) {
-        self.session.kernel_into(self.func, src, dst)
-    }
-}
 
 impl<M: Mode> Session<M> {
     /// Applies `func` in place to an array or view of any layout and dimension.
     pub fn apply<T: Element, D: Dimension>(&self, func: Func, a: &mut ArrayRef<T, D>) {
-        self.array_in_place(
-            a,
-            &FuncOp {
-                session: self,
-                func,
-            },
-        );
+        let operands = Operands::in_place(a.view_mut().into_dyn());
+        self.traverse(operands, Grain::Elements, no_extra(), |p| {
+            self.func_piece(func, p)
+        });
     }
 
     /// `dst = func(src)`; [`Error::ShapeMismatch`] unless the shapes are equal.
@@ -43,15 +25,19 @@ impl<M: Mode> Session<M> {
         dst: &mut ArrayRef<T, D>,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        self.array_into(
-            src,
-            dst,
-            &FuncOp {
-                session: self,
-                func,
-            },
-        );
+        let operands = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        self.traverse(operands, Grain::Elements, no_extra(), |p| {
+            self.func_piece(func, p)
+        });
         Ok(())
+    }
+
+    /// The slice kernel of `func` on one piece of a traversal.
+    fn func_piece(&self, func: Func, p: Piece<'_, ()>) {
+        match p.io.src {
+            Some(src) => self.kernel_into(func, src, p.io.dst),
+            None => self.kernel_in_place(func, p.io.dst),
+        }
     }
 
     /// `func(src)` as a new array (in Fortran order if `src` is, else in C order).

@@ -2,13 +2,12 @@
 //! `f32`, rounded once to the element type at the end. Each in three forms: in place (into
 //! `gate`), `_into` a destination, `_owned`.
 
-use ndarray::{Array, ArrayRef, ArrayView1, ArrayViewMut1, Dimension, Zip};
+use ndarray::{Array, ArrayRef, Dimension};
 
-use super::walk::smallest_stride_axis;
-use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
+use super::traverse::{Grain, Operands, Piece, no_extra};
+use super::{CONVERT_CHUNK, Session};
 use crate::error::same_shape;
 use crate::ops::nan::MulRow;
-use crate::row_buffer::{with_row, with_row_mut};
 use crate::{Element, Error, Func, Mode};
 
 macro_rules! gated_forms {
@@ -67,22 +66,10 @@ impl<M: Mode> Session<M> {
         up: &ArrayRef<T, D>,
     ) -> Result<(), Error> {
         same_shape("gate and up", gate.shape(), up.shape())?;
-        if gate.is_empty() {
-            return Ok(());
-        }
-        if gate.strides() == up.strides()
-            && let (Some(u), Some(g)) =
-                (up.as_slice_memory_order(), gate.as_slice_memory_order_mut())
-        {
-            self.gated_slices(func, None, u, g);
-            return Ok(());
-        }
-        let axis = smallest_stride_axis(gate);
-        let lane = |g: ArrayViewMut1<'_, T>, u: ArrayView1<'_, T>| {
-            with_row_mut(g, |g| with_row(u, |u| self.gated_row(func, None, u, g)))
-        };
-        let lanes = Zip::from(gate.lanes_mut(axis)).and(up.lanes(axis));
-        self.for_each_lane_piece(self.parallel(up.len()), lanes, |z| z.for_each(&lane));
+        let operands = Operands::in_place(gate.view_mut().into_dyn()).and(up.view().into_dyn());
+        self.traverse(operands, Grain::Elements, no_extra(), |p| {
+            self.gated_piece(func, p)
+        });
         Ok(())
     }
 
@@ -106,30 +93,11 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         same_shape("gate and up", gate.shape(), up.shape())?;
         same_shape("gate and out", gate.shape(), out.shape())?;
-        if gate.is_empty() {
-            return Ok(());
-        }
-        if gate.strides() == up.strides()
-            && gate.strides() == out.strides()
-            && let (Some(g), Some(u), Some(o)) = (
-                gate.as_slice_memory_order(),
-                up.as_slice_memory_order(),
-                out.as_slice_memory_order_mut(),
-            )
-        {
-            self.gated_slices(func, Some(g), u, o);
-            return Ok(());
-        }
-        let axis = smallest_stride_axis(out);
-        let lane = |o: ArrayViewMut1<'_, T>, g: ArrayView1<'_, T>, u: ArrayView1<'_, T>| {
-            with_row_mut(o, |o| {
-                with_row(g, |g| with_row(u, |u| self.gated_row(func, Some(g), u, o)))
-            })
-        };
-        let lanes = Zip::from(out.lanes_mut(axis))
-            .and(gate.lanes(axis))
-            .and(up.lanes(axis));
-        self.for_each_lane_piece(self.parallel(up.len()), lanes, |z| z.for_each(&lane));
+        let operands = Operands::into(gate.view().into_dyn(), out.view_mut().into_dyn());
+        let operands = operands.and(up.view().into_dyn());
+        self.traverse(operands, Grain::Elements, no_extra(), |p| {
+            self.gated_piece(func, p)
+        });
         Ok(())
     }
 
@@ -146,52 +114,31 @@ impl<M: Mode> Session<M> {
         Ok(out)
     }
 
-    /// One row in `f32`: `out = func(gate) * up`, with `gate` `None` when `out` holds it.
-    fn gated_row(&self, func: Func, gate: Option<&[f32]>, up: &[f32], out: &mut [f32]) {
-        match gate {
-            Some(g) => self.kernel_into(func, g, out),
-            None => self.kernel_in_place(func, out),
-        }
-        // Exact mode: in the exact floating-point environment, a NaN product canonical.
-        if M::FAST {
-            for (o, u) in out.iter_mut().zip(up) {
-                *o *= *u;
+    /// One piece of a gated traversal in `f32`: `dst = func(gate) * up`, the gate in `src` (or
+    /// in `dst`, in place), `up` the second input. A chunk at a time, so that the product
+    /// reads the activation's output while it is still in L1.
+    fn gated_piece(&self, func: Func, p: Piece<'_, ()>) {
+        let up = p
+            .also
+            .expect("a gated traversal has up as its second input");
+        let (src, dst) = (p.io.src, p.io.dst);
+        for (i, (out, up)) in dst
+            .chunks_mut(CONVERT_CHUNK)
+            .zip(up.chunks(CONVERT_CHUNK))
+            .enumerate()
+        {
+            match src {
+                Some(g) => self.kernel_into(func, &g[i * CONVERT_CHUNK..][..out.len()], out),
+                None => self.kernel_in_place(func, out),
             }
-        } else {
-            MulRow { out, up }.dispatch::<M>(self.isa);
-        }
-    }
-
-    /// Contiguous slices of equal length and layout, in fixed parallel chunks when large;
-    /// 16-bit values through `f32` chunks, rounded once.
-    fn gated_slices<T: Element>(&self, func: Func, gate: Option<&[T]>, up: &[T], out: &mut [T]) {
-        let chunk = |g: Option<&[T]>, (u, o): (&[T], &mut [T])| {
-            let mut a = [0f32; CONVERT_CHUNK];
-            let mut b = [0f32; CONVERT_CHUNK];
-            for (i, (u, o)) in u
-                .chunks(CONVERT_CHUNK)
-                .zip(o.chunks_mut(CONVERT_CHUNK))
-                .enumerate()
-            {
-                let g = g.map(|g| &g[i * CONVERT_CHUNK..i * CONVERT_CHUNK + u.len()]);
-                let (a, b) = (&mut a[..u.len()], &mut b[..u.len()]);
-                T::widen(g.unwrap_or(&*o), a);
-                T::widen(u, b);
-                self.gated_row(func, None, b, a);
-                T::narrow(a, o);
-            }
-        };
-        if self.parallel(up.len()) {
-            let rest = up.chunks(PAR_CHUNK).zip(out.chunks_mut(PAR_CHUNK));
-            match gate {
-                Some(g) => {
-                    let items = g.chunks(PAR_CHUNK).zip(rest);
-                    self.for_each_item(true, items, |(g, r)| chunk(Some(g), r))
+            // Exact mode: in the exact floating-point environment, a NaN product canonical.
+            if M::FAST {
+                for (o, u) in out.iter_mut().zip(up) {
+                    *o *= *u;
                 }
-                None => self.for_each_item(true, rest, |r| chunk(None, r)),
+            } else {
+                MulRow { out, up }.dispatch::<M>(self.isa);
             }
-        } else {
-            chunk(gate, (up, out));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! [`Session`]: the mode, the instruction set, the threads and the policies; every public
 //! operator is a method of it, defined in this folder, composing the layers below (the slice
 //! and row kernels of `ops`, the GEMM and its epilogues) with the ndarray plumbing of
-//! `walk.rs` (element-wise) and `row_ops.rs` (rows).
+//! `traverse.rs` (one traversal for element-wise and row operators alike).
 
 mod add_norm;
 mod attention;
@@ -13,11 +13,10 @@ mod matmul;
 mod norm;
 mod owned;
 mod pooling;
-mod row_ops;
 mod softmax;
 mod team;
+mod traverse;
 mod varlen;
-mod walk;
 
 use std::fmt;
 use std::marker::PhantomData;

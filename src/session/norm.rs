@@ -3,7 +3,7 @@
 use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
 use super::Session;
-use super::row_ops::{Rows, no_extra};
+use super::traverse::{Grain, Operands, in_place, no_extra};
 use crate::error::same_shape;
 use crate::ops::norm::LayerNormRow;
 use crate::row_buffer::with_row;
@@ -32,23 +32,8 @@ impl<M: Mode> Session<M> {
         eps: f32,
     ) -> Result<(), Error> {
         let axis = check_layer_norm(x.shape(), gamma, beta, eps)?;
-        let extra = no_extra(x.shape(), axis);
-        let isa = self.isa;
-        with_row(gamma.view(), |g| {
-            with_row(beta.view(), |b| {
-                let rows = Rows::InPlace(x.view_mut().into_dyn());
-                rows.for_each(self, axis, extra.view(), |row, &()| {
-                    let (gamma, beta) = (g, b);
-                    LayerNormRow {
-                        row,
-                        gamma,
-                        beta,
-                        eps,
-                    }
-                    .dispatch::<M>(isa)
-                })
-            })
-        });
+        let operands = Operands::in_place(x.view_mut().into_dyn());
+        self.layer_norm_rows(operands, axis, gamma, beta, eps);
         Ok(())
     }
 
@@ -63,23 +48,8 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
         let axis = check_layer_norm(src.shape(), gamma, beta, eps)?;
-        let extra = no_extra(src.shape(), axis);
-        let isa = self.isa;
-        let rows = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
-        with_row(gamma.view(), |g| {
-            with_row(beta.view(), |b| {
-                rows.for_each(self, axis, extra.view(), |row, &()| {
-                    let (gamma, beta) = (g, b);
-                    LayerNormRow {
-                        row,
-                        gamma,
-                        beta,
-                        eps,
-                    }
-                    .dispatch::<M>(isa)
-                })
-            })
-        });
+        let operands = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        self.layer_norm_rows(operands, axis, gamma, beta, eps);
         Ok(())
     }
 
@@ -95,6 +65,34 @@ impl<M: Mode> Session<M> {
         let mut out = super::owned::try_to_owned(src, "layer_norm output")?;
         self.layer_norm(&mut out, gamma, beta, eps)?;
         Ok(out)
+    }
+
+    /// Layer normalisation of every row along `axis` of `operands` (checked by the caller).
+    fn layer_norm_rows<T: Element>(
+        &self,
+        operands: Operands<'_, T>,
+        axis: Axis,
+        gamma: &ArrayRef1<f32>,
+        beta: &ArrayRef1<f32>,
+        eps: f32,
+    ) {
+        let isa = self.isa;
+        with_row(gamma.view(), |gamma| {
+            with_row(beta.view(), |beta| {
+                self.traverse(operands, Grain::Rows(axis), no_extra(), |p| {
+                    p.for_each_row(|io, _| {
+                        let row = in_place(io);
+                        LayerNormRow {
+                            row,
+                            gamma,
+                            beta,
+                            eps,
+                        }
+                        .dispatch::<M>(isa)
+                    })
+                })
+            })
+        });
     }
 }
 

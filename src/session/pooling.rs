@@ -4,7 +4,7 @@
 use ndarray::{Array, Array2, ArrayRef, ArrayRef2, ArrayRef3, Axis, Dimension};
 
 use super::Session;
-use super::row_ops::{Rows, no_extra};
+use super::traverse::{Grain, Operands, in_place, no_extra};
 use super::varlen::check_offsets;
 use crate::error::same_shape;
 use crate::ops::pooling::{l2_normalize_row_on, mean_of_rows_on};
@@ -143,11 +143,8 @@ impl<M: Mode> Session<M> {
         x: &mut ArrayRef<T, D>,
     ) -> Result<(), Error> {
         let axis = last_axis(x.shape())?;
-        let extra = no_extra(x.shape(), axis);
-        let isa = self.isa;
-        Rows::InPlace(x.view_mut().into_dyn()).for_each(self, axis, extra.view(), |row, &()| {
-            l2_normalize_row_on(isa, row)
-        });
+        let operands = Operands::in_place(x.view_mut().into_dyn());
+        self.l2_normalize_rows(operands, axis);
         Ok(())
     }
 
@@ -159,14 +156,8 @@ impl<M: Mode> Session<M> {
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
         let axis = last_axis(src.shape())?;
-        let extra = no_extra(src.shape(), axis);
-        let isa = self.isa;
-        Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn()).for_each(
-            self,
-            axis,
-            extra.view(),
-            |row, &()| l2_normalize_row_on(isa, row),
-        );
+        let operands = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        self.l2_normalize_rows(operands, axis);
         Ok(())
     }
 
@@ -179,6 +170,14 @@ impl<M: Mode> Session<M> {
         let mut out = super::owned::try_to_owned(src, "l2_normalize output")?;
         self.l2_normalize(&mut out)?;
         Ok(out)
+    }
+
+    /// [`Session::l2_normalize`] of every row along `axis` of `operands`.
+    fn l2_normalize_rows<T: Element>(&self, operands: Operands<'_, T>, axis: Axis) {
+        let isa = self.isa;
+        self.traverse(operands, Grain::Rows(axis), no_extra(), |p| {
+            p.for_each_row(|io, _| l2_normalize_row_on(isa, in_place(io)))
+        });
     }
 }
 

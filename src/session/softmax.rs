@@ -3,12 +3,11 @@
 //! never split across threads, and each row is summed in the canonical order, so exact results
 //! depend on neither the instruction set nor the thread count nor the layout.
 
-use ndarray::{Array, Array1, ArrayRef, ArrayView1, ArrayViewD, Axis, Dimension, IxDyn};
+use ndarray::{Array, Array1, ArrayRef, ArrayViewD, Axis, Dimension, IxDyn};
 
 use super::Session;
-use super::row_ops::{Rows, no_extra};
+use super::traverse::{Grain, Operands, Piece, in_place, no_extra};
 use crate::error::same_shape;
-use crate::ops::SrcDst;
 use crate::ops::softmax::scores::{MaskedSoftmaxRow, ScoreMask};
 use crate::ops::softmax::{MaskedRow, SoftmaxRow, SoftmaxRows};
 use crate::row_buffer::{with_bool_row, with_row};
@@ -64,7 +63,7 @@ impl<M: Mode> Session<M> {
         x: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        self.softmax_rows(Rows::InPlace(x.view_mut().into_dyn()), axis, false)
+        self.softmax_rows(Operands::in_place(x.view_mut().into_dyn()), axis, false)
     }
 
     /// `dst = softmax(src)` along `axis`; shapes must match.
@@ -75,7 +74,7 @@ impl<M: Mode> Session<M> {
         axis: Axis,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        let target = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        let target = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
         self.softmax_rows(target, axis, false)
     }
 
@@ -97,7 +96,7 @@ impl<M: Mode> Session<M> {
         x: &mut ArrayRef<T, D>,
         axis: Axis,
     ) -> Result<(), Error> {
-        self.softmax_rows(Rows::InPlace(x.view_mut().into_dyn()), axis, true)
+        self.softmax_rows(Operands::in_place(x.view_mut().into_dyn()), axis, true)
     }
 
     /// `dst = log_softmax(src)` along `axis`; shapes must match.
@@ -108,7 +107,7 @@ impl<M: Mode> Session<M> {
         axis: Axis,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        let target = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        let target = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
         self.softmax_rows(target, axis, true)
     }
 
@@ -147,7 +146,11 @@ impl<M: Mode> Session<M> {
         scale: f32,
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
-        self.masked_rows(Rows::InPlace(scores.view_mut().into_dyn()), scale, mask)
+        self.masked_rows(
+            Operands::in_place(scores.view_mut().into_dyn()),
+            scale,
+            mask,
+        )
     }
 
     /// `dst = masked_softmax(src)` (see [`Session::masked_softmax`]); shapes must match.
@@ -159,7 +162,7 @@ impl<M: Mode> Session<M> {
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        let target = Rows::Into(src.view().into_dyn(), dst.view_mut().into_dyn());
+        let target = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
         self.masked_rows(target, scale, mask)
     }
 
@@ -178,50 +181,34 @@ impl<M: Mode> Session<M> {
 
     fn softmax_rows<T: Element>(
         &self,
-        mut target: Rows<'_, '_, T>,
+        target: Operands<'_, T>,
         axis: Axis,
         log_form: bool,
     ) -> Result<(), Error> {
         check_axis(axis, target.shape().len())?;
         let (isa, policy) = (self.isa, self.masked_row);
-        // Contiguous rows go through the many-row kernel in one dispatch, every other layout
-        // (and log-softmax) row by row; the bits are the same.
-        if !log_form
-            && target.for_each_row_block(self, axis, |src, dst, cols| {
-                let io = SrcDst { src, dst };
+        self.traverse(target, Grain::Rows(axis), no_extra(), |p| {
+            if log_form {
+                p.for_each_row(|io, _| {
+                    SoftmaxRow {
+                        io,
+                        policy,
+                        log_form,
+                    }
+                    .dispatch::<M>(isa)
+                })
+            } else {
+                // Many rows in one dispatch; the bits of `SoftmaxRow` row by row.
+                let (io, cols) = (p.io, p.row_len);
                 SoftmaxRows { io, cols, policy }.dispatch::<M>(isa)
-            })
-        {
-            return Ok(());
-        }
-        target.for_each_src_dst(
-            self,
-            axis,
-            |row| {
-                let io = SrcDst::in_place(row);
-                SoftmaxRow {
-                    io,
-                    policy,
-                    log_form,
-                }
-                .dispatch::<M>(isa)
-            },
-            |src, dst| {
-                let io = SrcDst::new(src, dst);
-                SoftmaxRow {
-                    io,
-                    policy,
-                    log_form,
-                }
-                .dispatch::<M>(isa)
-            },
-        );
+            }
+        });
         Ok(())
     }
 
     fn masked_rows<T: Element>(
         &self,
-        target: Rows<'_, '_, T>,
+        target: Operands<'_, T>,
         scale: f32,
         mask: &Mask<'_>,
     ) -> Result<(), Error> {
@@ -233,7 +220,7 @@ impl<M: Mode> Session<M> {
             expected: shape.clone(),
             found: m_shape.to_vec(),
         };
-        let last = Axis(nd - 1);
+        let rows = Grain::Rows(Axis(nd - 1));
         let (isa, policy) = (self.isa, self.masked_row);
         let row = move |row: &mut [f32], mask: ScoreMask<'_>| {
             MaskedSoftmaxRow {
@@ -245,63 +232,60 @@ impl<M: Mode> Session<M> {
             .dispatch::<M>(isa)
         };
         match mask {
-            Mask::None => {
-                let extra = no_extra(&shape, last);
-                target.for_each(self, last, extra.view(), |r, &()| {
+            Mask::None => self.traverse(target, rows, no_extra(), |p| {
+                p.for_each_row(|io, _| {
+                    let r = in_place(io);
                     row(r, ScoreMask::none(r.len()))
-                });
-            }
+                })
+            }),
             Mask::Causal { offset } => {
-                // The row index of every row, broadcast over the leading axes.
-                let index = Array1::from_iter(0..shape[nd - 2]);
+                // Every score of a row holds the row's index (broadcast: no memory per score).
+                let index = Array1::from_iter(0..shape[nd - 2]).into_dyn();
+                let index = index.insert_axis(Axis(1));
                 let index = index
-                    .broadcast(IxDyn(&shape[..nd - 1]))
+                    .broadcast(IxDyn(&shape))
                     .ok_or_else(|| broadcast(&shape))?;
-                target.for_each(self, last, index, |r, &i| {
+                self.traverse(target, rows, Some(index), |p: Piece<'_, usize>| {
+                    let index = p.extra.as_ref().and_then(|e| e.first());
+                    let i = *index.expect("a causal row's index");
                     let end = i.saturating_add(*offset).saturating_add(1);
-                    row(
-                        r,
-                        ScoreMask {
-                            end,
-                            ..ScoreMask::none(r.len())
-                        },
-                    )
+                    let r = in_place(p.io);
+                    let mask = ScoreMask {
+                        end,
+                        ..ScoreMask::none(r.len())
+                    };
+                    row(r, mask)
                 });
             }
             Mask::Keep(keep) => {
                 let keep = keep
                     .broadcast(IxDyn(&shape))
                     .ok_or_else(|| broadcast(keep.shape()))?;
-                target.for_each(
-                    self,
-                    last,
-                    keep.lanes(last),
-                    |r, k: ArrayView1<'_, bool>| {
-                        with_bool_row(k, |k| {
-                            row(
-                                r,
-                                ScoreMask {
-                                    keep: Some(k),
-                                    ..ScoreMask::none(r.len())
-                                },
-                            )
-                        })
-                    },
-                );
+                self.traverse(target, rows, Some(keep), |p| {
+                    let r = in_place(p.io);
+                    let keep = p.extra.expect("a keep mask row");
+                    with_bool_row(keep, |k| {
+                        let mask = ScoreMask {
+                            keep: Some(k),
+                            ..ScoreMask::none(r.len())
+                        };
+                        row(r, mask)
+                    })
+                });
             }
             Mask::Additive(add) => {
                 let add = add
                     .broadcast(IxDyn(&shape))
                     .ok_or_else(|| broadcast(add.shape()))?;
-                target.for_each(self, last, add.lanes(last), |r, a: ArrayView1<'_, f32>| {
-                    with_row(a, |a| {
-                        row(
-                            r,
-                            ScoreMask {
-                                add: Some(a),
-                                ..ScoreMask::none(r.len())
-                            },
-                        )
+                self.traverse(target, rows, Some(add), |p| {
+                    let r = in_place(p.io);
+                    let add = p.extra.expect("an additive mask row");
+                    with_row(add, |a| {
+                        let mask = ScoreMask {
+                            add: Some(a),
+                            ..ScoreMask::none(r.len())
+                        };
+                        row(r, mask)
                     })
                 });
             }
