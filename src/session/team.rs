@@ -143,6 +143,8 @@ macro_rules! split_zip {
     };
 }
 split_zip!(P1);
+split_zip!(P1, P2);
+split_zip!(P1, P2, P3);
 split_zip!(P1, P2, P3, P4);
 
 /// `zip` cut into pieces of at most `max` items, in order.

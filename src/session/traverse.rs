@@ -15,9 +15,7 @@
 //! The destination is widened only when it is also an input (in place); a separate source is
 //! read and the destination written.
 
-use ndarray::{
-    ArrayView1, ArrayViewD, ArrayViewMut1, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, Zip,
-};
+use ndarray::{ArrayView1, ArrayViewD, ArrayViewMut1, ArrayViewMutD, Axis, Zip};
 
 use super::{CONVERT_CHUNK, PAR_CHUNK, Session};
 use crate::ops::SrcDst;
@@ -114,7 +112,7 @@ impl<M: Mode> Session<M> {
     /// `op` over `operands` in pieces bounded by `grain`. `extra`, for [`Grain::Rows`] only, is
     /// a per-row input broadcast to the operands' shape (a mask, say): each row's piece gets its
     /// lane along the row axis.
-    pub(crate) fn traverse<T: Element, E: Default + Sync>(
+    pub(crate) fn traverse<T: Element, E: Sync>(
         &self,
         mut operands: Operands<'_, T>,
         grain: Grain,
@@ -232,7 +230,7 @@ impl<M: Mode> Session<M> {
     /// `op` lane by lane along `axis`, in pieces of whole lanes spread over the session's
     /// threads when `parallel`: each lane as a slice where it is contiguous (in memory order
     /// for [`Grain::Elements`], through [`widened_chunks`]), else through row buffers.
-    fn lanes<T: Element, E: Default + Sync>(
+    fn lanes<T: Element, E: Sync>(
         &self,
         operands: Operands<'_, T>,
         grain: Grain,
@@ -241,20 +239,12 @@ impl<M: Mode> Session<M> {
         parallel: bool,
         op: &(impl Fn(Piece<'_, E>) + Sync),
     ) {
-        let shape = operands.shape().to_vec();
-        let Operands { mut dst, src, also } = operands;
-        // An absent operand is a view of one value repeated (stride 0, no memory): one Zip of
-        // four producers serves every arity, and the lanes of an absent one are never read.
-        let (zero, unit) = ([T::from_f32(0.0)], [E::default()]);
-        let (zero, unit) = (repeated(&zero, &shape), repeated(&unit, &shape));
-        let (has_src, has_also, has_extra) = (src.is_some(), also.is_some(), extra.is_some());
-        let row_len = shape[axis.index()];
+        let row_len = operands.shape()[axis.index()];
         let elements = matches!(grain, Grain::Elements);
         let lane = |mut d: ArrayViewMut1<'_, T>,
-                    s: ArrayView1<'_, T>,
-                    a: ArrayView1<'_, T>,
-                    e: ArrayView1<'_, E>| {
-            let (s, a) = (has_src.then_some(s), has_also.then_some(a));
+                    s: Option<ArrayView1<'_, T>>,
+                    a: Option<ArrayView1<'_, T>>,
+                    extra: Option<ArrayView1<'_, E>>| {
             let stride = d.strides()[0];
             if elements && let Some(dst) = d.as_slice_memory_order_mut() {
                 let (s, a) = (flat_like(&s, stride), flat_like(&a, stride));
@@ -262,7 +252,6 @@ impl<M: Mode> Session<M> {
                     return widened_chunks(dst, s, a, op);
                 }
             }
-            let extra = has_extra.then_some(e);
             let with_also = |io: SrcDst<'_>| match &a {
                 Some(a) => with_row(a.view(), |a| {
                     op(Piece {
@@ -284,11 +273,30 @@ impl<M: Mode> Session<M> {
                 None => with_row_mut(d, |d| with_also(SrcDst::in_place(d))),
             }
         };
-        let zip = Zip::from(dst.lanes_mut(axis))
-            .and(src.as_ref().unwrap_or(&zero).lanes(axis))
-            .and(also.as_ref().unwrap_or(&zero).lanes(axis))
-            .and(extra.as_ref().unwrap_or(&unit).lanes(axis));
-        self.for_each_lane_piece(parallel, zip, |z| z.for_each(&lane));
+        let Operands { mut dst, src, also } = operands;
+        let dst = dst.lanes_mut(axis);
+        // The arity glue, here only: a Zip's type changes with every producer it takes, and
+        // one that takes only the operands present keeps ndarray's contiguous inner loop.
+        macro_rules! zip_lanes {
+            ($($p:expr),*; |$($x:ident),*| $s:expr, $a:expr, $e:expr) => {{
+                let zip = Zip::from(dst)$(.and($p.lanes(axis)))*;
+                self.for_each_lane_piece(parallel, zip, |z| {
+                    z.for_each(|d, $($x),*| lane(d, $s, $a, $e))
+                })
+            }};
+        }
+        match (src, also, extra) {
+            (None, None, None) => zip_lanes!(; | | None, None, None),
+            (Some(s), None, None) => zip_lanes!(s; |s| Some(s), None, None),
+            (None, Some(a), None) => zip_lanes!(a; |a| None, Some(a), None),
+            (Some(s), Some(a), None) => zip_lanes!(s, a; |s, a| Some(s), Some(a), None),
+            (None, None, Some(e)) => zip_lanes!(e; |e| None, None, Some(e)),
+            (Some(s), None, Some(e)) => zip_lanes!(s, e; |s, e| Some(s), None, Some(e)),
+            (None, Some(a), Some(e)) => zip_lanes!(a, e; |a, e| None, Some(a), Some(e)),
+            (Some(s), Some(a), Some(e)) => {
+                zip_lanes!(s, a, e; |s, a, e| Some(s), Some(a), Some(e))
+            }
+        }
     }
 }
 
@@ -317,14 +325,6 @@ fn flat_like<'a, T>(lane: &Option<ArrayView1<'a, T>>, stride: isize) -> Option<O
 /// The `range` of `x`, if there is an `x`.
 fn part<X>(x: Option<&[X]>, range: std::ops::Range<usize>) -> Option<&[X]> {
     x.map(|x| &x[range])
-}
-
-/// The one value of `one` repeated over `shape` (all strides 0).
-fn repeated<'a, X>(one: &'a [X; 1], shape: &[usize]) -> ArrayViewD<'a, X> {
-    let zeros = IxDyn(&vec![0; shape.len()]);
-    // Stride 0 reads the one element wherever the index is: a read-only view may alias.
-    ArrayViewD::from_shape(IxDyn(shape).strides(zeros), &one[..])
-        .expect("a view of one element with all strides 0 is valid for any shape")
 }
 
 /// No per-row input: the `extra` of a [`Session::traverse`] that needs none.
