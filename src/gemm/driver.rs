@@ -8,15 +8,17 @@
 //!     for each tile of C, MC x NT, in every slab of the round       (parallel: one task each)
 //!       start: +0 (first super-block) or the partial sums stored in C
 //!       for each K block [pc, pc + kc) within the super-block              (kc = 256)
-//!         pack A[tile rows, pc..]: panels of MR rows, k-major            (thread's own)
+//!         pack A[tile rows, pc..] (unless A's rows are read in place)   (thread's own)
 //!         for each B panel jr (NR columns of the tile)          (B micro-panel in L1)
 //!           for each A panel ir (MR rows of the tile)          (A block in L2)
-//!             microkernel: C buffer[ir, jr] (+)= A panel ir x B panel jr
-//!       last super-block: epilogue(tile buffer, tile row, tile column)
-//!       copy the tile buffer to C (any strides)
+//!             microkernel: C[ir, jr] (+)= A panel ir x B panel jr  (C or the buffer)
+//!       last super-block: epilogue(tile, tile row, tile column)
+//!       copy the tile buffer to C (only when C's rows are not contiguous)
 //! ```
 //!
-//! Each task accumulates its tile in a row-major buffer of its own (contiguous rows, padded to
+//! Where C's rows are contiguous, a task accumulates its tile in C itself, and a microtile
+//! past C's last row or column goes through one `MR x NR` buffer. Otherwise it accumulates
+//! the tile in a row-major buffer of its own (contiguous rows, padded to
 //! whole microtiles), which stays in L2 across the K blocks: the microkernel loads and stores it
 //! with plain slices, the epilogue gets it while it is still in cache, and C itself is written
 //! once, through its strides, at the end. Padded rows and columns hold lanes computed from the
@@ -40,7 +42,7 @@ use ndarray::{ArrayView2, ArrayViewMut2, Axis, ShapeBuilder, s};
 use crate::work_queue::{Spread, WorkQueue};
 
 use super::blocking::{Blocking, KB};
-use super::kernel::{MicroKernel, TileProduct};
+use super::kernel::{MicroKernel, TileC, TileProduct};
 use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
@@ -312,54 +314,112 @@ thread_local! {
     static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }
 
-/// One tile: start, K blocks, epilogue, copy to C.
+/// One tile: start, K blocks, epilogue, and the copy to C when the tile went through the
+/// buffer.
 fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result<(), Error> {
     let blk = pass.blk;
     let (h, w) = t.c.dim();
     let mc_pad = h.next_multiple_of(blk.mr);
     let nt_pad = w.next_multiple_of(blk.nr);
     let ldc = nt_pad + LDC_PAD;
-    let a_len = mc_pad * blk.kc.min(pass.depth);
-    let c_len = mc_pad * ldc;
+    let kc = blk.kc.min(pass.depth);
+    // A read where it lies needs no packing (its rows have unit column stride); C accumulates
+    // in place when its rows do too. Either way each element gets the same sequence of steps.
+    let a_rows: Option<Vec<&[f32]>> = if K::IN_PLACE && pass.depth > 0 {
+        t.a.rows().into_iter().map(|r| r.to_slice()).collect()
+    } else {
+        None
+    };
+    let c_rows: Option<Vec<&mut [f32]>> = if K::IN_PLACE && w > 0 {
+        t.c.rows_mut().into_iter().map(|r| r.into_slice()).collect()
+    } else {
+        None
+    };
+    let a_len = if a_rows.is_some() { 0 } else { mc_pad * kc };
+    let c_len = if c_rows.is_some() { 0 } else { mc_pad * ldc };
+    let edge_len = blk.mr * blk.nr;
     // Taken, not borrowed: an epilogue that runs a GEMM of its own on this thread (or a task
     // stolen while it waits) simply gets a fresh buffer.
     let mut scratch = SCRATCH.take();
-    if scratch.len() < a_len + c_len {
-        scratch.resize(a_len + c_len, 0.0);
+    if scratch.len() < a_len + c_len + edge_len + kc {
+        scratch.resize(a_len + c_len + edge_len + kc, 0.0);
     }
     let (apack, rest) = scratch.split_at_mut(a_len);
-    let cbuf = &mut rest[..c_len];
-    if !pass.first {
-        // Continue from the partial sums of the previous super-block (padding: zeros).
-        cbuf.fill(0.0);
-        tile_view(&mut *cbuf, h, w, ldc)?.assign(&t.c);
-    } else if pass.depth == 0 {
-        cbuf.fill(0.0);
+    let (cbuf, rest) = rest.split_at_mut(c_len);
+    let (edge, rest) = rest.split_at_mut(edge_len);
+    let zeros = &mut rest[..kc];
+    zeros.fill(0.0);
+    let zeros = &*zeros;
+    match c_rows {
+        Some(mut rows) => {
+            // After the first super-block C holds the partial sums to continue from.
+            if pass.depth == 0 {
+                rows.iter_mut().for_each(|r| r.fill(0.0));
+            } else {
+                pass.isa.dispatch::<M, _>(TileProduct::<K> {
+                    kc: blk.kc,
+                    a: t.a,
+                    a_rows: a_rows.as_deref(),
+                    zeros,
+                    bpack: t.bpack,
+                    apack,
+                    c: TileC::InPlace(&mut rows),
+                    edge,
+                    mc_pad,
+                    nt_pad,
+                    zero: pass.first,
+                    kernel: core::marker::PhantomData,
+                });
+            }
+            drop(rows);
+            complete_tile::<M>(
+                pass.isa,
+                pass.epilogue,
+                pass.batched,
+                pass.last,
+                (t.batch, t.row0, t.col0),
+                &mut t.c,
+            );
+        }
+        None => {
+            if !pass.first {
+                // Continue from the partial sums of the previous super-block (padding: zeros).
+                cbuf.fill(0.0);
+                tile_view(&mut *cbuf, h, w, ldc)?.assign(&t.c);
+            } else if pass.depth == 0 {
+                cbuf.fill(0.0);
+            }
+            if pass.depth > 0 {
+                pass.isa.dispatch::<M, _>(TileProduct::<K> {
+                    kc: blk.kc,
+                    a: t.a,
+                    a_rows: a_rows.as_deref(),
+                    zeros,
+                    bpack: t.bpack,
+                    apack,
+                    c: TileC::Buffer {
+                        buf: &mut *cbuf,
+                        ldc,
+                    },
+                    edge,
+                    mc_pad,
+                    nt_pad,
+                    zero: pass.first,
+                    kernel: core::marker::PhantomData,
+                });
+            }
+            let mut tile = tile_view(cbuf, h, w, ldc)?;
+            finish_tile::<M>(
+                pass.isa,
+                pass.epilogue,
+                pass.batched,
+                pass.last,
+                (t.batch, t.row0, t.col0),
+                &mut tile,
+                &mut t.c,
+            );
+        }
     }
-    if pass.depth > 0 {
-        pass.isa.dispatch::<M, _>(TileProduct::<K> {
-            kc: blk.kc,
-            a: t.a,
-            bpack: t.bpack,
-            apack,
-            cbuf: &mut *cbuf,
-            ldc,
-            mc_pad,
-            nt_pad,
-            zero: pass.first,
-            kernel: core::marker::PhantomData,
-        });
-    }
-    let mut tile = tile_view(cbuf, h, w, ldc)?;
-    finish_tile::<M>(
-        pass.isa,
-        pass.epilogue,
-        pass.batched,
-        pass.last,
-        (t.batch, t.row0, t.col0),
-        &mut tile,
-        &mut t.c,
-    );
     SCRATCH.set(scratch);
     Ok(())
 }
@@ -376,6 +436,21 @@ pub(crate) fn finish_tile<M: Mode>(
     tile: &mut ArrayViewMut2<'_, f32>,
     c: &mut ArrayViewMut2<'_, f32>,
 ) {
+    complete_tile::<M>(isa, epilogue, batched, last, (batch, row0, col0), tile);
+    store_tile(tile, c);
+}
+
+/// The end of a tile that holds its sums (in C itself, or in a buffer then copied to C): the
+/// epilogue when the tile has all of K (`last`), then, in exact mode, every NaN it holds made
+/// the canonical one (the one place every finished tile goes through).
+fn complete_tile<M: Mode>(
+    isa: Supported,
+    epilogue: &dyn TileEpilogue,
+    batched: bool,
+    last: bool,
+    (batch, row0, col0): (usize, usize, usize),
+    tile: &mut ArrayViewMut2<'_, f32>,
+) {
     if last {
         if batched {
             epilogue.apply_batched(batch, tile, row0, col0);
@@ -383,10 +458,7 @@ pub(crate) fn finish_tile<M: Mode>(
             epilogue.apply(tile, row0, col0);
         }
     }
-    // The finished tile, after its epilogue: the one place before it reaches C. In exact mode
-    // every NaN it holds becomes the canonical one.
     crate::epilogue::canonical_nan_tile::<M>(isa, tile);
-    store_tile(tile, c);
 }
 
 /// `c = tile`: row by row where the rows of C are contiguous, else through ndarray.

@@ -26,20 +26,29 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     const MR: usize;
     /// Registers across the columns of C.
     const NV: usize;
+    /// Whether the driver lets this kernel read A where it lies (rows with unit column
+    /// stride) rather than pack it, and accumulate in C itself where C's rows are contiguous,
+    /// rather than in a tile buffer copied to C at the end. Only the AVX-512 4 x 6 kernel does:
+    /// there it paid in alternated runs (fast mode most), while AVX2's 6 x 2 kernel, which
+    /// keeps six row pointers of A beside its loop, was no faster and at times slower
+    /// (BENCHMARKS.md, "Choices in the code"); 14 x 2 would spill its 14 row pointers, and the
+    /// NEON and scalar kernels are unmeasured. The bits are the same either way.
+    const IN_PLACE: bool;
     /// The K blocks of one output tile with this shape (see [`k_blocks`]).
-    fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, Self>);
+    fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, '_, Self>);
 }
 
 macro_rules! micro_kernels {
-    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal);)*) => {$(
+    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal);)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Debug)]
         pub(crate) struct $name;
         impl MicroKernel for $name {
             const MR: usize = $mr;
             const NV: usize = $nv;
+            const IN_PLACE: bool = $in_place;
             #[inline(always)]
-            fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, Self>) {
+            fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, '_, Self>) {
                 k_blocks::<L, M, Self, $mr, $nv>(l, op)
             }
         }
@@ -53,42 +62,115 @@ micro_kernels! {
     /// the FP pipes, so the 14 x 2 kernel (one broadcast per two products) left exact mode far
     /// behind fast mode's rate, and 4 x 6 closes most of that gap with fast mode no slower on
     /// the block's shapes (BENCHMARKS.md).
-    Mr4Nv6 = (4, 6);
+    Mr4Nv6 = (4, 6, true);
     /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers, for products whose
     /// width would leave much of a 96-column panel empty (attention's 64-wide head, a 256-key
     /// tile of scores): 32-column panels waste less there.
-    Mr14Nv2 = (14, 2);
+    Mr14Nv2 = (14, 2, false);
     /// 6 x 2 registers: 12 accumulators, 2 B registers and a broadcast of the 16 AVX2/SSE2
     /// registers.
-    Mr6Nv2 = (6, 2);
+    Mr6Nv2 = (6, 2, false);
     /// 4 x 4 one-lane accumulators for scalar code.
-    Mr4Nv4 = (4, 4);
+    Mr4Nv4 = (4, 4, false);
     /// 8 x 3 registers: 24 accumulators, 3 B registers and the values of A (multiplied by
     /// element, `fmla v, v, v.s[i]`) of NEON's 32 registers, for fast mode: each B load feeds
     /// eight fused multiply-adds and each A value three. The 4-lane registers make a 12-column
     /// panel.
-    Mr8Nv3 = (8, 3);
+    Mr8Nv3 = (8, 3, false);
     /// 6 x 3 registers for NEON's exact mode: the 12-column panels of [`Mr8Nv3`], but each
     /// step's products need registers of their own beside the accumulators (the multiply and
     /// the add are separate), and with 24 accumulators the compiler spilled them to the stack
     /// inside the loop; 18 leave room.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    Mr6Nv3 = (6, 3);
+    Mr6Nv3 = (6, 3, false);
 }
 
-/// `C[..MR, ..NV*W] = start + sum over k of a[k][i] * b[k][j]`, in increasing `k`.
+/// The `MR` rows of A one microkernel call reads, `kc` deep: a packed panel, or the rows of A
+/// where they lie.
+pub(crate) trait APanel<const MR: usize> {
+    /// The values of `k` every row has: the microkernel's loop bound, from which the compiler
+    /// sees that [`APanel::at`] needs no bounds check.
+    fn depth(&self) -> usize;
+    /// `&A[i, k]`.
+    fn at(&self, k: usize, i: usize) -> &f32;
+}
+
+/// A packed A micro-panel: `kc` rows of `MR` values (`a[k][i] = A[i, k]`).
+pub(crate) struct PackedA<'a, const MR: usize>(pub &'a [[f32; MR]]);
+
+impl<const MR: usize> APanel<MR> for PackedA<'_, MR> {
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn at(&self, k: usize, i: usize) -> &f32 {
+        &self.0[k][i]
+    }
+}
+
+/// `MR` rows of A in place, each `kc` long (a row past the end of A is a row of zeros).
+pub(crate) struct RowsA<'a, const MR: usize>(pub [&'a [f32]; MR]);
+
+impl<const MR: usize> APanel<MR> for RowsA<'_, MR> {
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        let mut d = usize::MAX;
+        for row in &self.0 {
+            d = d.min(row.len());
+        }
+        d
+    }
+    #[inline(always)]
+    fn at(&self, k: usize, i: usize) -> &f32 {
+        &self.0[i][k]
+    }
+}
+
+/// The `MR` rows of C one microkernel call accumulates into.
+pub(crate) trait CRows {
+    /// Row `i`, from the microtile's first column (at least `NR` values).
+    fn row(&mut self, i: usize) -> &mut [f32];
+}
+
+/// Rows `ld` apart in one buffer (the tile buffer, or an edge microtile).
+pub(crate) struct StridedC<'c> {
+    pub buf: &'c mut [f32],
+    pub ld: usize,
+}
+
+impl CRows for StridedC<'_> {
+    #[inline(always)]
+    fn row(&mut self, i: usize) -> &mut [f32] {
+        &mut self.buf[i * self.ld..]
+    }
+}
+
+/// Rows of C itself, from column `col`.
+pub(crate) struct SlicesC<'r, 'c> {
+    pub rows: &'r mut [&'c mut [f32]],
+    pub col: usize,
+}
+
+impl CRows for SlicesC<'_, '_> {
+    #[inline(always)]
+    fn row(&mut self, i: usize) -> &mut [f32] {
+        &mut self.rows[i][self.col..]
+    }
+}
+
+/// `C[..MR, ..NV*W] = start + sum over k of A[i, k] * b[k][j]`, in increasing `k`.
 ///
-/// * `a`: the packed A micro-panel, `kc` rows of `MR` values (`a[k][i] = A[i, k]`).
+/// * `a`: the `MR` rows of A, `kc` deep.
 /// * `b`: the packed B micro-panel, `kc` rows of `NV * L::WIDTH` values (`b[k*NR + j]`).
-/// * `c`: the C block, row `i` at `c[i*ldc..]`, `NV * L::WIDTH` values per row.
+/// * `c`: the C block.
 /// * `zero`: start from `+0` (the first K block); else continue from the partial sums in `c`.
 #[inline(always)]
 pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
     l: L,
-    a: &[[f32; MR]],
+    a: &impl APanel<MR>,
     b: &[f32],
-    c: &mut [f32],
-    ldc: usize,
+    c: &mut impl CRows,
     zero: bool,
 ) {
     let w = L::WIDTH;
@@ -96,49 +178,65 @@ pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
     let mut acc = [[l.splat(0.0); NV]; MR];
     if !zero {
         for (i, acc) in acc.iter_mut().enumerate() {
-            let row = &c[i * ldc..i * ldc + nr];
+            let row = &c.row(i)[..nr];
             for (v, acc) in acc.iter_mut().enumerate() {
                 *acc = l.load(&row[v * w..]);
             }
         }
     }
-    for (ak, bk) in a.iter().zip(b.chunks_exact(nr)) {
+    for (k, bk) in (0..a.depth()).zip(b.chunks_exact(nr)) {
         // No closures here (`array::from_fn`): all of this must inline into the trampoline.
         let mut bv = [l.splat(0.0); NV];
         for (v, bv) in bv.iter_mut().enumerate() {
             *bv = l.load(&bk[v * w..]);
         }
-        for (acc, ai) in acc.iter_mut().zip(ak) {
+        for (i, acc) in acc.iter_mut().enumerate() {
+            let ai = a.at(k, i);
             for (acc, &bv) in acc.iter_mut().zip(&bv) {
                 *acc = M::madd_splat(l, ai, bv, *acc);
             }
         }
     }
     for (i, acc) in acc.iter().enumerate() {
-        let row = &mut c[i * ldc..i * ldc + nr];
+        let row = &mut c.row(i)[..nr];
         for (v, acc) in acc.iter().enumerate() {
             l.store(*acc, &mut row[v * w..]);
         }
     }
 }
 
+/// Where a tile of C accumulates.
+pub(crate) enum TileC<'r, 'c> {
+    /// A buffer of `mc_pad` rows `ldc` apart, padded to whole microtiles.
+    Buffer { buf: &'c mut [f32], ldc: usize },
+    /// The tile's rows of C itself (all of one length); microtiles past its last row or column
+    /// go through the edge buffer.
+    InPlace(&'r mut [&'c mut [f32]]),
+}
+
 /// The product part of one tile (all its K blocks of the super-block), run inside the
 /// instruction set's trampoline by the microkernel `K`.
-pub(crate) struct TileProduct<'t, K> {
+pub(crate) struct TileProduct<'t, 'r, K> {
     /// Depth of one K block.
     pub kc: usize,
+    /// The tile's rows of A, the super-block's columns.
     pub a: ArrayView2<'t, f32>,
+    /// The same rows of A as slices, when A is read in place (else it is packed).
+    pub a_rows: Option<&'r [&'t [f32]]>,
+    /// `kc` zeros: the rows of an A panel past the tile's last row, when A is read in place.
+    pub zeros: &'t [f32],
     pub bpack: &'t [f32],
     pub apack: &'t mut [f32],
-    pub cbuf: &'t mut [f32],
-    pub ldc: usize,
+    pub c: TileC<'r, 't>,
+    /// One microtile (`MR x NR`), for C's edge microtiles.
+    pub edge: &'t mut [f32],
     pub mc_pad: usize,
     pub nt_pad: usize,
     pub zero: bool,
     pub kernel: core::marker::PhantomData<K>,
 }
 
-impl<K: MicroKernel> LaneOp for TileProduct<'_, K> {
+impl<K: MicroKernel> LaneOp for TileProduct<'_, '_, K> {
     type Output = ();
 
     #[inline(always)]
@@ -147,30 +245,103 @@ impl<K: MicroKernel> LaneOp for TileProduct<'_, K> {
     }
 }
 
-/// For each K block: pack the tile's A block, then every (B panel, A panel) microkernel call.
+/// For each K block: pack the tile's A block (unless A is read in place), then every (B panel,
+/// A panel) microkernel call.
 #[inline(always)]
 pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
     l: L,
-    op: TileProduct<'_, K>,
+    op: TileProduct<'_, '_, K>,
 ) {
     let nr = NV * L::WIDTH;
     let depth = op.a.ncols();
     let kc = op.kc;
+    let mut c = op.c;
     for (p, pc) in (0..depth).step_by(kc).enumerate() {
         let kcur = kc.min(depth - pc);
-        let len = pack_panels(op.a.slice(s![.., pc..pc + kcur]), MR, op.apack);
-        let (apanels, _) = op.apack[..len].as_chunks::<MR>();
+        let apanels = match op.a_rows {
+            Some(_) => &[][..],
+            None => {
+                let len = pack_panels(op.a.slice(s![.., pc..pc + kcur]), MR, op.apack);
+                op.apack[..len].as_chunks::<MR>().0
+            }
+        };
+        let zero = op.zero && p == 0;
         for jr in 0..op.nt_pad / nr {
             let bpanel = &op.bpack[jr * depth * nr + pc * nr..][..kcur * nr];
             for ir in 0..op.mc_pad / MR {
-                microkernel::<L, M, MR, NV>(
-                    l,
-                    &apanels[ir * kcur..(ir + 1) * kcur],
-                    bpanel,
-                    &mut op.cbuf[ir * MR * op.ldc + jr * nr..],
-                    op.ldc,
-                    op.zero && p == 0,
-                );
+                match op.a_rows {
+                    Some(rows) => {
+                        let mut these = [&op.zeros[..kcur]; MR];
+                        for (t, row) in these.iter_mut().zip(&rows[ir * MR..]) {
+                            *t = &row[pc..pc + kcur];
+                        }
+                        c_block::<L, M, MR, NV>(
+                            l,
+                            &RowsA(these),
+                            bpanel,
+                            &mut c,
+                            op.edge,
+                            ir,
+                            jr,
+                            zero,
+                        );
+                    }
+                    None => {
+                        let a = PackedA(&apanels[ir * kcur..(ir + 1) * kcur]);
+                        c_block::<L, M, MR, NV>(l, &a, bpanel, &mut c, op.edge, ir, jr, zero);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One microkernel call on microtile `(ir, jr)` of the tile: on the tile buffer, on C in place,
+/// or (an edge of C in place) through `edge` and back to C's rows and columns that exist.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
+    l: L,
+    a: &impl APanel<MR>,
+    b: &[f32],
+    c: &mut TileC<'_, '_>,
+    edge: &mut [f32],
+    ir: usize,
+    jr: usize,
+    zero: bool,
+) {
+    let nr = NV * L::WIDTH;
+    let (r0, c0) = (ir * MR, jr * nr);
+    match c {
+        TileC::Buffer { buf, ldc } => {
+            let mut rows = StridedC {
+                buf: &mut buf[r0 * *ldc + c0..],
+                ld: *ldc,
+            };
+            microkernel::<L, M, MR, NV>(l, a, b, &mut rows, zero);
+        }
+        TileC::InPlace(rows) => {
+            let w = rows.first().map_or(0, |r| r.len());
+            let h = rows.len();
+            if r0 + MR <= h && c0 + nr <= w {
+                let mut rows = SlicesC {
+                    rows: &mut rows[r0..r0 + MR],
+                    col: c0,
+                };
+                microkernel::<L, M, MR, NV>(l, a, b, &mut rows, zero);
+            } else {
+                let (hh, ww) = (h - r0, (w - c0).min(nr));
+                let edge = &mut edge[..MR * nr];
+                if !zero {
+                    for (dst, src) in edge.chunks_exact_mut(nr).zip(&rows[r0..]) {
+                        dst[..ww].copy_from_slice(&src[c0..c0 + ww]);
+                    }
+                }
+                let mut tmp = StridedC { buf: edge, ld: nr };
+                microkernel::<L, M, MR, NV>(l, a, b, &mut tmp, zero);
+                for (src, dst) in tmp.buf.chunks_exact(nr).zip(&mut rows[r0..r0 + hh.min(MR)]) {
+                    dst[c0..c0 + ww].copy_from_slice(&src[..ww]);
+                }
             }
         }
     }

@@ -27,8 +27,10 @@
 //! # Work split
 //!
 //! C is cut into tiles (8 microkernel rows by 1024 columns: 48 x 1024 for AVX2); a tile
-//! belongs to one thread, which packs its own A block, accumulates the tile in a buffer with
-//! contiguous rows, runs the epilogue on that buffer and copies it to C. The tiles depend on
+//! belongs to one thread, which reads A's rows where they lie when their columns are contiguous
+//! (else packs its own A block), accumulates the tile in C itself when C's rows are contiguous
+//! (else in a buffer with contiguous rows, copied to C after the epilogue), and runs the
+//! epilogue on the finished tile. The tiles depend on
 //! the shapes and the instruction set only; the caller decides whether they are spread over
 //! threads.
 //!

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ndarray::{Array2, ArrayRef2, ShapeBuilder, s};
+use ndarray::{Array2, ArrayRef2, ArrayView2, ArrayViewMut2, ShapeBuilder, s};
 
 use super::blocking::Blocking;
 use super::driver::{self, Item};
@@ -68,23 +68,63 @@ fn check<M: Mode, K: MicroKernel>(
     let a = values(m, k, 1);
     let b = values(k, n, 2);
     let want = reference::<M>(&a, &b);
-    let audit = Audit {
-        done: &want,
-        visits: (0..m * n).map(|_| AtomicU32::new(0)).collect(),
-        wrong: AtomicU32::new(0),
-    };
-    // C in F order, A transposed in memory, B strided.
-    let mut c = Array2::from_elem((m, n).f(), f32::NAN);
+    // A transposed in memory and C in F order: A packed, C through the tile buffer.
     // `to_owned` of the transposed view would keep its (column-major) layout: A would lie
     // row-major again.
     let at = a.t().as_standard_layout().to_owned();
     assert!(m < 2 || k < 2 || !at.t().is_standard_layout());
+    let mut c = Array2::from_elem((m, n).f(), f32::NAN);
+    run_checked::<M, K>(isa, blk, parallel, at.t(), &b, c.view_mut(), &want);
+    for ((i, j), x) in c.indexed_iter() {
+        assert_eq!(x.to_bits(), (-want[[i, j]]).to_bits(), "at {i},{j}");
+    }
+    // A and C with contiguous rows inside wider arrays: A read in place, C accumulated in
+    // place (its edge microtiles through the edge buffer); C's other columns untouched.
+    let mut wide_a = Array2::from_elem((m, k + 3), f32::NAN);
+    wide_a.slice_mut(s![.., 1..k + 1]).assign(&a);
+    let mut wide_c = Array2::from_elem((m, n + 5), f32::NAN);
+    let c = wide_c.slice_mut(s![.., 2..n + 2]);
+    run_checked::<M, K>(
+        isa,
+        blk,
+        parallel,
+        wide_a.slice(s![.., 1..k + 1]),
+        &b,
+        c,
+        &want,
+    );
+    for ((i, j), x) in wide_c.indexed_iter() {
+        let expect = match j.checked_sub(2) {
+            Some(j) if j < n => (-want[[i, j]]).to_bits(),
+            _ => f32::NAN.to_bits(),
+        };
+        assert_eq!(x.to_bits(), expect, "in place, at {i},{j}");
+    }
+}
+
+/// `c = audit(a b)` with B strided, checking that the epilogue saw each finished element once.
+fn run_checked<M: Mode, K: MicroKernel>(
+    isa: Isa,
+    blk: Blocking,
+    parallel: bool,
+    a: ArrayView2<'_, f32>,
+    b: &Array2<f32>,
+    c: ArrayViewMut2<'_, f32>,
+    want: &Array2<f32>,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let audit = Audit {
+        done: want,
+        visits: (0..m * n).map(|_| AtomicU32::new(0)).collect(),
+        wrong: AtomicU32::new(0),
+    };
     let mut b2 = Array2::from_elem((k, 2 * n), f32::NAN);
-    b2.slice_mut(s![.., ..;2]).assign(&b);
+    b2.slice_mut(s![.., ..;2]).assign(b);
     let items = vec![Item {
-        a: at.t(),
+        a,
         b: super::Operand::View(b2.slice(s![.., ..;2])),
-        c: c.view_mut(),
+        c,
     }];
     let isa_ok = isa.supported().unwrap();
     if parallel {
@@ -100,9 +140,6 @@ fn check<M: Mode, K: MicroKernel>(
         audit.visits.iter().all(|v| v.load(Ordering::Relaxed) == 1),
         "{what}"
     );
-    for ((i, j), x) in c.indexed_iter() {
-        assert_eq!(x.to_bits(), (-want[[i, j]]).to_bits(), "{what} at {i},{j}");
-    }
 }
 
 /// Every loop boundary of the driver with the microkernel `K` on `isa`.
