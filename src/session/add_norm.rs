@@ -2,16 +2,14 @@
 //! SkipLayerNormalization, for post-LN models whose residual add is not already a GEMM
 //! epilogue): each row gets `x + residual`, then is normalised while it is in cache.
 
-use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
+use ndarray::{Array, ArrayRef, ArrayRef1, Dimension};
 
 use super::Session;
 use super::norm::check_layer_norm;
-use super::traverse::{Grain, Operands, no_extra};
+use super::traverse::Operands;
 use crate::error::same_shape;
 use crate::lanes::ExactFpEnv;
 use crate::ops::SrcDst;
-use crate::ops::norm::LayerNormRow;
-use crate::row_buffer::with_row;
 use crate::{Element, Error, Mode};
 
 impl<M: Mode> Session<M> {
@@ -44,7 +42,7 @@ impl<M: Mode> Session<M> {
         same_shape("add_layer_norm residual", x.shape(), residual.shape())?;
         let axis = check_layer_norm(x.shape(), gamma, beta, eps)?;
         let operands = Operands::in_place(x.view_mut().into_dyn());
-        self.add_layer_norm_rows(
+        self.layer_norm_rows(
             operands.and(residual.view().into_dyn()),
             axis,
             gamma,
@@ -68,7 +66,7 @@ impl<M: Mode> Session<M> {
         same_shape("add_layer_norm residual", src.shape(), residual.shape())?;
         let axis = check_layer_norm(src.shape(), gamma, beta, eps)?;
         let operands = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
-        self.add_layer_norm_rows(
+        self.layer_norm_rows(
             operands.and(residual.view().into_dyn()),
             axis,
             gamma,
@@ -93,48 +91,27 @@ impl<M: Mode> Session<M> {
         self.add_layer_norm(&mut out, residual, gamma, beta, eps)?;
         Ok(out)
     }
+}
 
-    /// `layer_norm(x + residual)` of every row along `axis`: `x` the first operand, the
-    /// residual the second (checked by the caller).
-    fn add_layer_norm_rows<T: Element>(
-        &self,
-        operands: Operands<'_, T>,
-        axis: Axis,
-        gamma: &ArrayRef1<f32>,
-        beta: &ArrayRef1<f32>,
-        eps: f32,
-    ) {
-        let isa = self.isa;
-        with_row(gamma.view(), |gamma| {
-            with_row(beta.view(), |beta| {
-                self.traverse(operands, Grain::Rows(axis), no_extra(), |p| {
-                    p.for_each_row(|SrcDst { src, dst: row }, residual| {
-                        let residual = residual.expect("add_layer_norm has the residual");
-                        {
-                            // The sum rounded to `T` first, as the separate add would store it.
-                            let _env = ExactFpEnv::enter_if(!M::FAST);
-                            let sum = |x: f32, r: f32| T::from_f32(x + r).to_f32();
-                            match src {
-                                Some(src) => row
-                                    .iter_mut()
-                                    .zip(src.iter().zip(residual))
-                                    .for_each(|(y, (&x, &r))| *y = sum(x, r)),
-                                None => row
-                                    .iter_mut()
-                                    .zip(residual)
-                                    .for_each(|(y, &r)| *y = sum(*y, r)),
-                            }
-                        }
-                        LayerNormRow {
-                            row,
-                            gamma,
-                            beta,
-                            eps,
-                        }
-                        .dispatch::<M>(isa)
-                    })
-                })
-            })
-        });
+/// `x + residual` of one row in `f32`, each sum rounded to `T` first as the separate add would
+/// store it: the row [`Session::layer_norm`]'s rows get when a residual is added first.
+pub(super) fn add_residual<'r, T: Element, M: Mode>(
+    io: SrcDst<'r>,
+    residual: &[f32],
+) -> &'r mut [f32] {
+    let _env = ExactFpEnv::enter_if(!M::FAST);
+    let sum = |x: f32, r: f32| T::from_f32(x + r).to_f32();
+    match io.src {
+        Some(src) => io
+            .dst
+            .iter_mut()
+            .zip(src.iter().zip(residual))
+            .for_each(|(y, (&x, &r))| *y = sum(x, r)),
+        None => io
+            .dst
+            .iter_mut()
+            .zip(residual)
+            .for_each(|(y, &r)| *y = sum(*y, r)),
     }
+    io.dst
 }

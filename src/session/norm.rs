@@ -3,6 +3,7 @@
 use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
 use super::Session;
+use super::add_norm::add_residual;
 use super::traverse::{Grain, Operands, in_place, no_extra};
 use crate::error::same_shape;
 use crate::ops::norm::LayerNormRow;
@@ -67,8 +68,9 @@ impl<M: Mode> Session<M> {
         Ok(out)
     }
 
-    /// Layer normalisation of every row along `axis` of `operands` (checked by the caller).
-    fn layer_norm_rows<T: Element>(
+    /// Layer normalisation of every row along `axis` of `operands` (checked by the caller);
+    /// with a second operand, of `x + residual` ([`add_residual`]).
+    pub(super) fn layer_norm_rows<T: Element>(
         &self,
         operands: Operands<'_, T>,
         axis: Axis,
@@ -80,8 +82,11 @@ impl<M: Mode> Session<M> {
         with_row(gamma.view(), |gamma| {
             with_row(beta.view(), |beta| {
                 self.traverse(operands, Grain::Rows(axis), no_extra(), |p| {
-                    p.for_each_row(|io, _| {
-                        let row = in_place(io);
+                    p.for_each_row(|io, residual| {
+                        let row = match residual {
+                            Some(residual) => add_residual::<T, M>(io, residual),
+                            None => in_place(io),
+                        };
                         LayerNormRow {
                             row,
                             gamma,
