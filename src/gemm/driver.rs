@@ -356,7 +356,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
             if pass.depth == 0 {
                 rows.iter_mut().for_each(|r| r.fill(0.0));
             } else {
-                pass.isa.dispatch::<M, _>(TileProduct::<K> {
+                pass.isa.dispatch_within::<M, _, K::Isas>(TileProduct::<K> {
                     kc: blk.kc,
                     a: t.a,
                     a_rows: a_rows.as_deref(),
@@ -390,7 +390,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
                 cbuf.fill(0.0);
             }
             if pass.depth > 0 {
-                pass.isa.dispatch::<M, _>(TileProduct::<K> {
+                pass.isa.dispatch_within::<M, _, K::Isas>(TileProduct::<K> {
                     kc: blk.kc,
                     a: t.a,
                     a_rows: a_rows.as_deref(),

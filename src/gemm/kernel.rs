@@ -12,6 +12,7 @@
 
 use crate::lanes::Lanes;
 use crate::lanes::Mode;
+use crate::lanes::{Isa, IsaSet};
 
 use ndarray::{ArrayView2, s};
 
@@ -34,12 +35,17 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     /// (BENCHMARKS.md, "Choices in the code"); 14 x 2 would spill its 14 row pointers, and the
     /// NEON and scalar kernels are unmeasured. The bits are the same either way.
     const IN_PLACE: bool;
+    /// The instruction sets that run this shape (`crate::gemm::Gemm` chooses it for them
+    /// alone): the driver dispatches its tiles on these only, so that it is not compiled for
+    /// lane types that never run it.
+    type Isas: IsaSet;
     /// The K blocks of one output tile with this shape (see [`k_blocks`]).
     fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, '_, Self>);
 }
 
 macro_rules! micro_kernels {
-    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal);)*) => {$(
+    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal) on
+        [$($isa:ident),*];)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Debug)]
         pub(crate) struct $name;
@@ -47,12 +53,32 @@ macro_rules! micro_kernels {
             const MR: usize = $mr;
             const NV: usize = $nv;
             const IN_PLACE: bool = $in_place;
+            type Isas = Self;
             #[inline(always)]
             fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, '_, Self>) {
-                k_blocks::<L, M, Self, $mr, $nv>(l, op)
+                k_blocks::<L, M, Self, $mr, $nv, $in_place>(l, op)
             }
         }
+        impl IsaSet for $name {
+            const SCALAR: bool = runs_on(&[$(Isa::$isa),*], Isa::Scalar);
+            const SSE2: bool = runs_on(&[$(Isa::$isa),*], Isa::Sse2);
+            const AVX2: bool = runs_on(&[$(Isa::$isa),*], Isa::Avx2);
+            const AVX512: bool = runs_on(&[$(Isa::$isa),*], Isa::Avx512);
+            const NEON: bool = runs_on(&[$(Isa::$isa),*], Isa::Neon);
+        }
     )*};
+}
+
+/// Whether `isa` is in `isas` (for the constants of a kernel's [`IsaSet`]).
+const fn runs_on(isas: &[Isa], isa: Isa) -> bool {
+    let mut i = 0;
+    while i < isas.len() {
+        if isas[i] as u8 == isa as u8 {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 micro_kernels! {
@@ -62,27 +88,27 @@ micro_kernels! {
     /// the FP pipes, so the 14 x 2 kernel (one broadcast per two products) left exact mode far
     /// behind fast mode's rate, and 4 x 6 closes most of that gap with fast mode no slower on
     /// the block's shapes (BENCHMARKS.md).
-    Mr4Nv6 = (4, 6, true);
+    Mr4Nv6 = (4, 6, true) on [Avx512];
     /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers, for products whose
     /// width would leave much of a 96-column panel empty (attention's 64-wide head, a 256-key
     /// tile of scores): 32-column panels waste less there.
-    Mr14Nv2 = (14, 2, false);
+    Mr14Nv2 = (14, 2, false) on [Avx512];
     /// 6 x 2 registers: 12 accumulators, 2 B registers and a broadcast of the 16 AVX2/SSE2
     /// registers.
-    Mr6Nv2 = (6, 2, false);
+    Mr6Nv2 = (6, 2, false) on [Sse2, Avx2];
     /// 4 x 4 one-lane accumulators for scalar code.
-    Mr4Nv4 = (4, 4, false);
+    Mr4Nv4 = (4, 4, false) on [Scalar];
     /// 8 x 3 registers: 24 accumulators, 3 B registers and the values of A (multiplied by
     /// element, `fmla v, v, v.s[i]`) of NEON's 32 registers, for fast mode: each B load feeds
     /// eight fused multiply-adds and each A value three. The 4-lane registers make a 12-column
     /// panel.
-    Mr8Nv3 = (8, 3, false);
+    Mr8Nv3 = (8, 3, false) on [Neon];
     /// 6 x 3 registers for NEON's exact mode: the 12-column panels of [`Mr8Nv3`], but each
     /// step's products need registers of their own beside the accumulators (the multiply and
     /// the add are separate), and with 24 accumulators the compiler spilled them to the stack
     /// inside the loop; 18 leave room.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    Mr6Nv3 = (6, 3, false);
+    Mr6Nv3 = (6, 3, false) on [Neon];
 }
 
 /// The `MR` rows of A one microkernel call reads, `kc` deep: a packed panel, or the rows of A
@@ -248,7 +274,17 @@ impl<K: MicroKernel> LaneOp for TileProduct<'_, '_, K> {
 /// For each K block: pack the tile's A block (unless A is read in place), then every (B panel,
 /// A panel) microkernel call.
 #[inline(always)]
-pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
+///
+/// `IN_PLACE` is [`MicroKernel::IN_PLACE`]: A read in place and C accumulated in place are
+/// compiled only for a kernel that does so.
+pub(crate) fn k_blocks<
+    L: Lanes,
+    M: Mode,
+    K,
+    const MR: usize,
+    const NV: usize,
+    const IN_PLACE: bool,
+>(
     l: L,
     op: TileProduct<'_, '_, K>,
 ) {
@@ -270,12 +306,12 @@ pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
             let bpanel = &op.bpack[jr * depth * nr + pc * nr..][..kcur * nr];
             for ir in 0..op.mc_pad / MR {
                 match op.a_rows {
-                    Some(rows) => {
+                    Some(rows) if IN_PLACE => {
                         let mut these = [&op.zeros[..kcur]; MR];
                         for (t, row) in these.iter_mut().zip(&rows[ir * MR..]) {
                             *t = &row[pc..pc + kcur];
                         }
-                        c_block::<L, M, MR, NV>(
+                        c_block::<L, M, MR, NV, IN_PLACE>(
                             l,
                             &RowsA(these),
                             bpanel,
@@ -286,9 +322,12 @@ pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
                             zero,
                         );
                     }
+                    Some(_) => unreachable!("A in place for a kernel that packs it"),
                     None => {
                         let a = PackedA(&apanels[ir * kcur..(ir + 1) * kcur]);
-                        c_block::<L, M, MR, NV>(l, &a, bpanel, &mut c, op.edge, ir, jr, zero);
+                        c_block::<L, M, MR, NV, IN_PLACE>(
+                            l, &a, bpanel, &mut c, op.edge, ir, jr, zero,
+                        );
                     }
                 }
             }
@@ -300,7 +339,7 @@ pub(crate) fn k_blocks<L: Lanes, M: Mode, K, const MR: usize, const NV: usize>(
 /// or (an edge of C in place) through `edge` and back to C's rows and columns that exist.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
+fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize, const IN_PLACE: bool>(
     l: L,
     a: &impl APanel<MR>,
     b: &[f32],
@@ -320,7 +359,7 @@ fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
             };
             microkernel::<L, M, MR, NV>(l, a, b, &mut rows, zero);
         }
-        TileC::InPlace(rows) => {
+        TileC::InPlace(rows) if IN_PLACE => {
             let w = rows.first().map_or(0, |r| r.len());
             let h = rows.len();
             if r0 + MR <= h && c0 + nr <= w {
@@ -344,5 +383,6 @@ fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
                 }
             }
         }
+        TileC::InPlace(_) => unreachable!("C in place for a kernel that uses a buffer"),
     }
 }

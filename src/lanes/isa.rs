@@ -210,41 +210,83 @@ impl Supported {
     /// rayon worker's) MXCSR; a fast one with the caller's MXCSR and, on the 128-bit and scalar
     /// paths, the hardware FMA where the CPU has it (see [`LaneOp`]).
     pub fn dispatch<M: Mode, O: LaneOp>(self, op: O) -> O::Output {
+        self.dispatch_within::<M, O, AnyIsa>(op)
+    }
+
+    /// [`Supported::dispatch`] for an op that runs only on the instruction sets of `S`: it is
+    /// compiled for those alone (the arms of the others are not instantiated). The caller must
+    /// not pass another one: that panics.
+    #[inline(always)]
+    pub(crate) fn dispatch_within<M: Mode, O: LaneOp, S: IsaSet>(self, op: O) -> O::Output {
         let _env = ExactFpEnv::enter_if(!M::FAST);
+        // Each arm is guarded by a constant of `S` alone, so that an arm `S` leaves out is not
+        // compiled at all (rustc does not instantiate what sits under a constant false test).
         #[cfg(target_arch = "x86_64")]
         {
             use super::x86;
             let fma = M::FAST && Isa::has_hardware_fma();
             match self.0 {
                 // SAFETY: `fma` is true only when the CPU has FMA.
-                Isa::Scalar if fma => unsafe { x86::run_scalar_fma::<M, O>(op) },
-                Isa::Scalar => op.run::<_, M>(Scalar(())),
+                Isa::Scalar if S::SCALAR && fma => unsafe { x86::run_scalar_fma::<M, O>(op) },
+                Isa::Scalar if S::SCALAR => op.run::<_, M>(Scalar(())),
                 // SAFETY: `fma` is true only when the CPU has FMA.
-                Isa::Sse2 if fma => unsafe { x86::run_sse2_fma::<M, O>(op) },
-                Isa::Sse2 => x86::run_sse2::<M, O>(op),
+                Isa::Sse2 if S::SSE2 && fma => unsafe { x86::run_sse2_fma::<M, O>(op) },
+                Isa::Sse2 if S::SSE2 => x86::run_sse2::<M, O>(op),
                 // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX2, FMA
                 // and POPCNT.
-                Isa::Avx2 => unsafe { x86::run_avx2::<M, O>(op) },
+                Isa::Avx2 if S::AVX2 => unsafe { x86::run_avx2::<M, O>(op) },
                 // SAFETY: a `Supported` exists only after `Isa::supported` confirmed AVX-512F,
                 // AVX2, FMA and POPCNT.
-                Isa::Avx512 => unsafe { x86::run_avx512::<M, O>(op) },
-                // Not available on x86-64, so no `Supported` holds it.
-                Isa::Neon => unreachable!("NEON on x86-64"),
+                Isa::Avx512 if S::AVX512 => unsafe { x86::run_avx512::<M, O>(op) },
+                // NEON is not available on x86-64, so no `Supported` holds it; the others are
+                // left out by `S`.
+                isa => unreachable!("{isa}: not an instruction set of this op"),
             }
         }
         #[cfg(target_arch = "aarch64")]
         {
             match self.0 {
                 // A `Supported` holding NEON exists only after `Isa::supported` confirmed it.
-                Isa::Neon => super::neon::run_neon::<M, O>(op),
-                _ => op.run::<_, M>(Scalar(())),
+                Isa::Neon if S::NEON => super::neon::run_neon::<M, O>(op),
+                Isa::Scalar if S::SCALAR => op.run::<_, M>(Scalar(())),
+                isa => unreachable!("{isa}: not an instruction set of this op"),
             }
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            op.run::<_, M>(Scalar(()))
+            match self.0 {
+                Isa::Scalar if S::SCALAR => op.run::<_, M>(Scalar(())),
+                isa => unreachable!("{isa}: not an instruction set of this op"),
+            }
         }
     }
+}
+
+/// The instruction sets an op runs on, for [`Supported::dispatch_within`]: one constant per
+/// instruction set, so that each arm of the dispatch tests a constant of its own.
+pub(crate) trait IsaSet {
+    /// Scalar code.
+    const SCALAR: bool;
+    /// SSE2 (with or without FMA).
+    const SSE2: bool;
+    /// AVX2.
+    const AVX2: bool;
+    /// AVX-512.
+    const AVX512: bool;
+    /// NEON.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    const NEON: bool;
+}
+
+/// Every instruction set: what [`Supported::dispatch`] compiles an op for.
+pub(crate) struct AnyIsa;
+
+impl IsaSet for AnyIsa {
+    const SCALAR: bool = true;
+    const SSE2: bool = true;
+    const AVX2: bool = true;
+    const AVX512: bool = true;
+    const NEON: bool = true;
 }
 
 impl fmt::Display for Isa {

@@ -24,6 +24,7 @@ mod transpose;
 mod x86;
 
 pub use fpenv::{ExactFpEnv, exact_scalar};
+pub(crate) use isa::IsaSet;
 pub use isa::{Isa, Supported};
 pub use mode::{Exact, Fast, Mode};
 pub use op::LaneOp;
