@@ -217,14 +217,14 @@ exact_c_fns! {
     Func::Silu, silu, ak_silu, ak_silu_f32, "x sigmoid(x)";
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
 
     const INPUTS: [f32; 9] = [-3.0, -1.0, -0.5, 0.0, 0.25, 1.0, 2.0, 10.0, 100.0];
 
-    #[test]
-    fn taylor_scalar_and_array() {
+    pub fn taylor_scalar_and_array() {
         assert_eq!(tl_expf(1.0).to_bits(), 0x402D_F854);
         let mut y = [0.0f32; 9];
         // SAFETY: both arrays hold 9 floats.
@@ -234,8 +234,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn in_place_and_partial_overlap() {
+    pub fn in_place_and_partial_overlap() {
         let expect: Vec<u32> = INPUTS.iter().map(|&x| exact::tanh(x).to_bits()).collect();
         let mut v = INPUTS;
         // SAFETY: `v` holds 9 floats; x == y is allowed.
@@ -266,8 +265,7 @@ mod tests {
         );
     }
 
-    #[test]
-    fn refusals_write_nothing() {
+    pub fn refusals_write_nothing() {
         let x = [1.0f32; 4];
         let mut y = [7.0f32; 5];
         // SAFETY: n <= 0 reads and writes nothing; null and misaligned pointers are refused
@@ -291,8 +289,7 @@ mod tests {
         assert_eq!(y, [7.0; 5]);
     }
 
-    #[test]
-    fn every_function_matches_its_exact_kernel() {
+    pub fn every_function_matches_its_exact_kernel() {
         type CScalar = extern "C" fn(f32) -> f32;
         type CArray = unsafe extern "C" fn(*const f32, *mut f32, i64) -> c_int;
         type Entry = (CScalar, CArray, fn(f32) -> f32);
@@ -318,8 +315,7 @@ mod tests {
     }
     /// The bits `tests/c/capi_test.c` expects at `x = 0.5`, so that each C name is wired to its
     /// function.
-    #[test]
-    fn bits_the_c_test_pins() {
+    pub fn bits_the_c_test_pins() {
         let got = [
             ak_exp(0.5),
             ak_log(0.5),

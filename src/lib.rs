@@ -40,6 +40,47 @@ pub mod capi;
 pub mod exact;
 pub mod fast;
 
+/// The unit tests of the library's private items, run by the integration test binary
+/// (`tests/it/unit.rs`), so that `cargo test` compiles the library once (`[lib] test = false`).
+/// Behind the feature `unit-tests`, which only the crate's dev-dependency on itself turns on;
+/// not part of the API.
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod unit_tests {
+    #[cfg(feature = "capi")]
+    pub use crate::capi::tests as capi;
+    pub use crate::gemm::pack::tests as gemm_pack;
+    pub use crate::gemm::ragged::tests as gemm_ragged;
+    pub use crate::gemm::tests as gemm;
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    pub use crate::lanes::fpenv::tests as lanes_fpenv;
+    pub use crate::lanes::pair::tests as lanes_pair;
+    pub use crate::lanes::tests as lanes;
+    pub use crate::lanes::transpose::tests as lanes_transpose;
+    pub use crate::ops::erf::tests as ops_erf;
+    pub use crate::ops::exp::taylor::tests as ops_exp_taylor;
+    pub use crate::ops::exp::tests as ops_exp;
+    pub use crate::ops::func::tests as ops_func;
+    pub use crate::ops::gelu::tests as ops_gelu;
+    pub use crate::ops::log::tests as ops_log;
+    pub use crate::ops::nan::tests as ops_nan;
+    pub use crate::ops::pooling::tests as ops_pooling;
+    pub use crate::ops::reduce::tests as ops_reduce;
+    pub use crate::ops::regions::tests as ops_regions;
+    pub use crate::ops::sigmoid::tests as ops_sigmoid;
+    pub use crate::ops::softmax::online::tests as ops_softmax_online;
+    pub use crate::ops::softmax::scores::tests as ops_softmax_scores;
+    pub use crate::ops::softmax::tests as ops_softmax;
+    pub use crate::ops::tanh::tests as ops_tanh;
+    pub use crate::row_buffer::tests as row_buffer;
+    pub use crate::session::attention::tests as session_attention;
+    pub use crate::session::matmul::tests as session_matmul;
+    pub use crate::session::owned::tests as session_owned;
+    pub use crate::session::team::tests as session_team;
+    pub use crate::session::tests as session;
+    pub use crate::session::traverse::tests as session_traverse;
+}
+
 pub use element::Element;
 pub use error::Error;
 pub use gemm::{PackedMatrix, Rhs};

@@ -104,14 +104,14 @@ pub(crate) fn with_bool_row<R>(row: ArrayView1<'_, bool>, f: impl FnOnce(&[bool]
     r
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use half::bf16;
     use ndarray::{Array2, s};
 
-    #[test]
-    fn contiguous_f32_rows_are_used_in_place_and_others_go_through_a_buffer() {
+    pub fn contiguous_f32_rows_are_used_in_place_and_others_go_through_a_buffer() {
         let mut a = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as f32);
         let p = a.as_ptr();
         with_row_mut(a.row_mut(0), |r| {

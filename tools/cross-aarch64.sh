@@ -2,8 +2,8 @@
 # aarch64 under emulation: cross-builds the crate for aarch64-unknown-linux-gnu and runs under
 # qemu-aarch64 what shows that NEON gives exact mode's bits there:
 #   * the golden vectors, the cross-ISA sweep, the floating-point environment (FPCR) tests,
-#     the GEMM, GEMV and packed-matrix tests and the forced instruction set (`--test it`; the
-#     unit tests, `--lib`, pass there too, but building them doubles the build);
+#     the GEMM, GEMV and packed-matrix tests and the forced instruction set (`--test it`, whose
+#     `unit::` tests are the library's unit tests: those the filters below name run too);
 #   * the digest example on scalar code and NEON: every exact and fast line must be x86-64's
 #     (tests/data/digest_x86_64.txt);
 #   * the transformer block's exact digest on NEON at 1 and 2 threads: the README's;

@@ -58,9 +58,9 @@ mod blocking;
 mod driver;
 mod gemv;
 mod kernel;
-mod pack;
+pub(crate) mod pack;
 mod packed;
-mod ragged;
+pub(crate) mod ragged;
 
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
@@ -171,5 +171,6 @@ fn wide_panels_fit(items: &[Item<'_>]) -> bool {
         })
 }
 
-#[cfg(test)]
-mod tests;
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests;

@@ -134,8 +134,9 @@ fn pack_any(src: ArrayView2<'_, f32>, p: usize, dst: &mut [f32]) -> usize {
     len
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::pack_panels;
     use ndarray::{Array2, ShapeBuilder, s};
 
@@ -153,8 +154,7 @@ mod tests {
         out
     }
 
-    #[test]
-    fn every_layout_packs_the_same() {
+    pub fn every_layout_packs_the_same() {
         for (r, kc) in [
             (1, 1),
             (5, 3),

@@ -169,8 +169,9 @@ impl LaneOp for RaggedProduct<'_> {
 
 compiled_once_per_mode!(RaggedProduct<'_>);
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::RaggedProduct;
     use crate::lanes::Isa;
     use crate::lanes::{Exact, Fast, Mode};
@@ -180,8 +181,7 @@ mod tests {
     /// set: rows in groups of four and alone, lengths equal, growing (causal), falling, zero;
     /// row widths of whole, several and partial registers. The keys past a row's length hold
     /// infinities and NaNs, which must not reach it.
-    #[test]
-    fn each_row_is_its_own_sequential_sum_on_every_isa() {
+    pub fn each_row_is_its_own_sequential_sum_on_every_isa() {
         fn check<M: Mode>(madd: fn(f32, f32, f32) -> f32) {
             let keys = 12;
             for isa in Isa::available() {

@@ -173,8 +173,7 @@ fn every_loop_boundary<K: MicroKernel>(isa: Isa) {
 
 /// Each kernel on each instruction set of this CPU that runs it (a kernel is compiled for
 /// those alone: `MicroKernel::Isas`).
-#[test]
-fn every_kernel_every_loop_boundary() {
+pub fn every_kernel_every_loop_boundary() {
     fn on_its_isas<K: MicroKernel>(isa: Isa) {
         let runs = match isa {
             Isa::Scalar => K::Isas::SCALAR,
@@ -215,8 +214,7 @@ fn production_blocking_fits<K: MicroKernel>(isa: Isa) {
     }
 }
 
-#[test]
-fn production_blocking_fits_the_register_file() {
+pub fn production_blocking_fits_the_register_file() {
     production_blocking_fits::<Mr4Nv6>(Isa::Avx512);
     production_blocking_fits::<Mr14Nv2>(Isa::Avx512);
     production_blocking_fits::<Mr6Nv2>(Isa::Avx2);
@@ -226,8 +224,7 @@ fn production_blocking_fits_the_register_file() {
     production_blocking_fits::<Mr6Nv3>(Isa::Neon);
 }
 
-#[test]
-fn large_k_crosses_super_blocks_with_production_blocking() {
+pub fn large_k_crosses_super_blocks_with_production_blocking() {
     let isa = Isa::detect();
     let blk = Blocking::of::<Mr6Nv2>(isa.width());
     check::<Exact, Mr6Nv2>(isa, blk, true, 3, 5, 2 * blk.kb + 7);

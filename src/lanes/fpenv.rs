@@ -265,12 +265,12 @@ pub fn exact_scalar(x: f32, f: impl FnOnce(f32) -> f32) -> f32 {
     y
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
-mod tests {
+#[cfg(all(feature = "unit-tests", target_arch = "x86_64"))]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
 
-    #[test]
-    fn guard_sets_exact_bits_and_restores_the_callers() {
+    pub fn guard_sets_exact_bits_and_restores_the_callers() {
         let before = mxcsr();
         // FTZ | DAZ | round toward zero, invalid unmasked.
         let odd = (EXACT_MXCSR | 0x8000 | 0x0040 | 0x6000) & !0x0080;
@@ -287,8 +287,7 @@ mod tests {
         set_mxcsr(before);
     }
 
-    #[test]
-    fn guard_restores_on_unwind() {
+    pub fn guard_restores_on_unwind() {
         let before = mxcsr();
         set_mxcsr(EXACT_MXCSR | 0x8040);
         let r = std::panic::catch_unwind(|| {
@@ -300,8 +299,7 @@ mod tests {
         set_mxcsr(before);
     }
 
-    #[test]
-    fn exact_scalar_keeps_subnormals_under_ftz() {
+    pub fn exact_scalar_keeps_subnormals_under_ftz() {
         let before = mxcsr();
         set_mxcsr(EXACT_MXCSR | 0x8040);
         let tiny = std::hint::black_box(f32::from_bits(0x0080_0000));
@@ -311,15 +309,15 @@ mod tests {
     }
 }
 
-#[cfg(all(test, target_arch = "aarch64"))]
-mod tests {
+#[cfg(all(feature = "unit-tests", target_arch = "aarch64"))]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
 
     /// FZ and round-toward-zero (RMode `0b11`).
     const FZ_TOWARD_ZERO: u32 = (1 << 24) | (0x3 << 22);
 
-    #[test]
-    fn guard_clears_rounding_and_flushing_and_restores_the_callers_fpcr() {
+    pub fn guard_clears_rounding_and_flushing_and_restores_the_callers_fpcr() {
         let before = fpcr();
         // Default NaN (bit 25) is not the guard's: it stays as the caller set it.
         let odd = before | FZ_TOWARD_ZERO | (1 << 25);
@@ -342,8 +340,7 @@ mod tests {
         set_fpcr(before);
     }
 
-    #[test]
-    fn guard_restores_on_unwind() {
+    pub fn guard_restores_on_unwind() {
         let before = fpcr();
         set_fpcr(before | FZ_TOWARD_ZERO);
         let r = std::panic::catch_unwind(|| {
@@ -355,8 +352,7 @@ mod tests {
         set_fpcr(before);
     }
 
-    #[test]
-    fn exact_scalar_keeps_subnormals_under_fz() {
+    pub fn exact_scalar_keeps_subnormals_under_fz() {
         let before = fpcr();
         set_fpcr(before | (1 << 24));
         let tiny = std::hint::black_box(f32::from_bits(0x0080_0000));

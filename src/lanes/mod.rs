@@ -11,15 +11,15 @@
 //! through [`Mode::madd`], which is a separate multiply and add in [`Exact`] and calls
 //! [`Lanes::fma`] only in [`Fast`].
 
-mod fpenv;
+pub(crate) mod fpenv;
 mod isa;
 mod mode;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod op;
-mod pair;
+pub(crate) mod pair;
 mod scalar;
-mod transpose;
+pub(crate) mod transpose;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -301,8 +301,9 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::{Exact, Isa, LaneOp, Lanes, MAX_WIDTH, Mode, ROUND_MAGIC};
 
     /// `mul_splat(a, x)` against `mul(splat(a), x)` for one `a` and a register of `x`.
@@ -388,8 +389,7 @@ mod tests {
 
     /// `first_n(n)` sets exactly the lanes below `n` (every lane from `n = WIDTH` on), on every
     /// lane type and on its group of registers (a `Pair`, whose halves split `n`).
-    #[test]
-    fn first_n_sets_the_first_n_lanes_on_every_lane_type() {
+    pub fn first_n_sets_the_first_n_lanes_on_every_lane_type() {
         for isa in Isa::available() {
             for (n, lanes) in isa.supported().unwrap().dispatch::<Exact, _>(FirstN) {
                 let want: Vec<bool> = (0..lanes.len()).map(|i| i < n).collect();
@@ -424,8 +424,7 @@ mod tests {
     /// `round_even` is the spec's `(x + M) - M` in value wherever `|x| < 2^22` (ties, the
     /// values next to them, zeros, the ends of the range), and `scale_pow2` is the IEEE product
     /// `p * 2^n` wherever that is normal (every `n` from -126 to 127, `p` across `[0.5, 4)`).
-    #[test]
-    fn round_even_and_scale_pow2_keep_the_spec_arithmetic_on_every_lane_type() {
+    pub fn round_even_and_scale_pow2_keep_the_spec_arithmetic_on_every_lane_type() {
         let magic = ROUND_MAGIC;
         let mut xs = vec![0.0f32, -0.0, 0.25, -0.25, 4_194_303.5, -4_194_303.5];
         for k in -300..300 {
@@ -472,15 +471,13 @@ mod tests {
         }
     }
 
-    #[test]
-    fn partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type() {
+    pub fn partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type() {
         for isa in Isa::available() {
             isa.supported().unwrap().dispatch::<Exact, _>(Partial);
         }
     }
 
-    #[test]
-    fn mul_splat_is_the_product_with_the_splat_on_every_lane_type() {
+    pub fn mul_splat_is_the_product_with_the_splat_on_every_lane_type() {
         let specials = [
             0.0,
             -0.0,

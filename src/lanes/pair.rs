@@ -155,8 +155,9 @@ impl<L: Lanes> Lanes for Pair<L> {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Exact, Isa, LaneOp, Mode};
 
@@ -196,8 +197,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pair_loads_stores_and_tests_both_halves() {
+    pub fn pair_loads_stores_and_tests_both_halves() {
         for isa in Isa::available() {
             isa.supported().unwrap().dispatch::<Exact, _>(Check);
         }

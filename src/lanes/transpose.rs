@@ -137,8 +137,9 @@ mod sse {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::transpose_strip;
 
     /// `R` rows of `kc + 2` values into a destination `stride` apart, every other value
@@ -166,8 +167,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_row_count_length_and_stride_transposes() {
+    pub fn every_row_count_length_and_stride_transposes() {
         check::<1>();
         check::<2>();
         check::<3>();

@@ -315,8 +315,9 @@ fused_kernel_type!(
     ErfRational => erf_rational
 );
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::Scalar;
     use crate::lanes::{Exact, Fast};
@@ -326,8 +327,7 @@ mod tests {
     /// (both signs; beyond, `exp(-x^2)` is 0) and at a sample of larger ones, in both modes;
     /// elsewhere the two agree bit for bit on every 9973rd float. The same for [`OnePlusErf`],
     /// whose regions form gives 2 for a positive `x` from [`ERF_ONE`] on.
-    #[test]
-    fn the_regions_form_is_the_spec_form() {
+    pub fn the_regions_form_is_the_spec_form() {
         let l = Scalar::new();
         let (lo, hi) = (ERF_ONE.to_bits(), 11.0f32.to_bits());
         let saturated = (lo..=hi).chain((hi..0x7F80_0000).step_by(4099));
@@ -406,8 +406,7 @@ mod tests {
     /// `erf_rational` equals the select form bit for bit on every lane type: every float of
     /// `[3, 4.5]` (both signs: the clamp and where the rational reaches 1), every 1021st float
     /// elsewhere, and the special values.
-    #[test]
-    fn clamp_by_min_is_the_select_form() {
+    pub fn clamp_by_min_is_the_select_form() {
         use crate::lanes::{Isa, LaneOp};
         struct Both<'a>(&'a [f32]);
         impl LaneOp for Both<'_> {
@@ -456,8 +455,7 @@ mod tests {
     /// The fast erf's form without a NaN select (every lane a number) gives the bits of the
     /// form with it: every float of `[3, 4.5]` and the infinities, both signs, and every
     /// 65,521st float, on every lane type wider than one.
-    #[test]
-    fn the_fast_erf_clean_form_is_the_general_form() {
+    pub fn the_fast_erf_clean_form_is_the_general_form() {
         use crate::ops::clean_form_test::{
             assert_clean_form_is_general_form, both_signs_and_a_sweep,
         };
@@ -467,8 +465,7 @@ mod tests {
         assert_clean_form_is_general_form::<ErfRational>(&xs);
     }
 
-    #[test]
-    fn constants_have_their_bit_patterns() {
+    pub fn constants_have_their_bit_patterns() {
         assert_eq!(ERF_SMALL.to_bits(), 0x3F00_0000);
         assert_eq!(SPLIT.to_bits(), 0x4580_0800);
         assert_eq!(ZLO_CUTOFF.to_bits(), 0x4280_0000);

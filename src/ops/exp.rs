@@ -242,12 +242,12 @@ fused_kernel_type!(
     FastExp => fast_exp, wide
 );
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
 
-    #[test]
-    fn constants_have_their_bit_patterns() {
+    pub fn constants_have_their_bit_patterns() {
         assert_eq!(LOG2E.to_bits(), 0x3FB8_AA3B);
         assert_eq!(LN2_HI.to_bits(), 0x3F31_7200);
         assert_eq!(LN2_LO.to_bits(), 0x35BF_BE8E);
@@ -276,8 +276,7 @@ mod tests {
     /// The one-scale path of `exp` (and the select-free path of `exp_nonpositive`) give the
     /// bits of the spec's two-factor form with its selects, on every 31st float of
     /// `[-87, 87]` (about 72 million values) and at the edges of the path.
-    #[test]
-    fn the_exponent_field_scale_is_the_product_wherever_the_callers_use_it() {
+    pub fn the_exponent_field_scale_is_the_product_wherever_the_callers_use_it() {
         use crate::lanes::Exact;
         use crate::lanes::Scalar;
         let l = Scalar::new();
@@ -322,8 +321,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn one_scale_path_equals_the_two_factor_form() {
+    pub fn one_scale_path_equals_the_two_factor_form() {
         use crate::lanes::Exact;
         use crate::lanes::Scalar;
         let l = Scalar::new();

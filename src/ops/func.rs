@@ -179,8 +179,9 @@ pub fn map_slice_in_place<M: Mode>(func: Func, isa: Supported, data: &mut [f32])
     MapSlice { func, io }.dispatch::<M>(isa)
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Exact, Fast, Isa};
 
@@ -191,8 +192,7 @@ mod tests {
     /// one odd value (a NaN, an infinity, a value past a
     /// clamp or in another region of the algorithm) in one register of a group sends the
     /// whole group down the slow path, which must change nothing for its other registers.
-    #[test]
-    fn a_group_gives_the_bits_of_its_registers_one_at_a_time() {
+    pub fn a_group_gives_the_bits_of_its_registers_one_at_a_time() {
         let odd = [
             f32::NAN,
             f32::INFINITY,

@@ -175,8 +175,9 @@ kernel_type!(
     GeluTanh => gelu_tanh, wide
 );
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::Exact;
     use crate::lanes::Scalar;
@@ -184,8 +185,7 @@ mod tests {
     /// The exact tanh-form GELU of a register of `|x| < GELU_TANH_IN_RANGE` (one test, no
     /// select, the exp untested) gives the general form's bits: every float of `[8.5, 9.5]` and
     /// more (see the helper); and `|2u|` at the limit is inside the exp's one-scale range.
-    #[test]
-    fn the_exact_tanh_form_in_range_is_the_general_form() {
+    pub fn the_exact_tanh_form_in_range_is_the_general_form() {
         use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
         assert_clean_form_is_general_form_near::<GeluTanh<Exact>>(8.5, 9.5);
         let x = GELU_TANH_IN_RANGE;
@@ -202,8 +202,7 @@ mod tests {
     /// form, rounds to exactly that at every float of `[5.6, 16]` (beyond, `exp(-x^2 / 2)` is 0)
     /// and at a sample of larger ones, in both modes; elsewhere the two agree bit for bit on
     /// every 9973rd float.
-    #[test]
-    fn the_regions_form_is_the_spec_form() {
+    pub fn the_regions_form_is_the_spec_form() {
         fn check<M: Mode>(name: &str) {
             let l = Scalar::new();
             let (lo, hi) = (5.6f32.to_bits(), 16f32.to_bits());
@@ -227,8 +226,7 @@ mod tests {
         check::<Fast>("fused gelu");
     }
 
-    #[test]
-    fn constants_have_their_bit_patterns() {
+    pub fn constants_have_their_bit_patterns() {
         assert_eq!(FRAC_1_SQRT_2.to_bits(), 0x3F35_04F3);
         assert_eq!(SQRT_2_OVER_PI.to_bits(), 0x3F4C_422A);
         assert_eq!(GELU_TANH_CUBIC.to_bits(), 0x3D37_2713);

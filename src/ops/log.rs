@@ -93,8 +93,9 @@ kernel_type!(
     Log => log
 );
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::Isa;
     use crate::lanes::{Exact, Fast};
@@ -105,8 +106,7 @@ mod tests {
     /// infinity, both signs, and every 65,521st float, on every lane type wider than one; and
     /// alone in a register, every lane type gives the bits of the one-lane type, which always
     /// takes the general form (so a clean test that let in a NaN or an infinity fails too).
-    #[test]
-    fn the_clean_form_is_the_general_form() {
+    pub fn the_clean_form_is_the_general_form() {
         let xs = both_signs_and_a_sweep(
             (0x007F_F000..=0x0080_1000)
                 .chain(0x7F7F_F000..=0x7F80_0010)
@@ -128,8 +128,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn constants_have_their_bit_patterns() {
+    pub fn constants_have_their_bit_patterns() {
         assert_eq!(LOG_SUBNORMAL.to_bits(), 0x0080_0000);
         assert_eq!(LOG_SCALE.to_bits(), 0x4B80_0000);
         assert_eq!(

@@ -15,7 +15,7 @@
 //! named constants); a test in each file pins their bit patterns.
 #![allow(clippy::excessive_precision, clippy::approx_constant)]
 
-#[cfg(test)]
+#[cfg(feature = "unit-tests")]
 mod clean_form_test;
 pub mod erf;
 pub mod exp;

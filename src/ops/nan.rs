@@ -51,15 +51,15 @@ impl LaneOp for MulRow<'_> {
 
 compiled_once_per_mode!(MulRow<'_>);
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::Isa;
     use crate::lanes::{Exact, Fast};
     use crate::ops::CANONICAL_NAN;
 
-    #[test]
-    fn nan_payloads_and_inf_times_zero_become_canonical_in_exact_mode() {
+    pub fn nan_payloads_and_inf_times_zero_become_canonical_in_exact_mode() {
         let up = [0.0f32, 2.0, 1.0, -3.0, 0.0, 1.0, 5.0];
         for isa in Isa::available() {
             let isa = isa.supported().unwrap();

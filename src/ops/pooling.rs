@@ -143,14 +143,14 @@ pub fn l2_normalize_row_on(isa: Supported, row: &mut [f32]) {
     isa.dispatch::<Exact, _>(L2NormalizeRow { row })
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::Isa;
 
     /// Rows of 3e38 (squares overflow) normalise as rows of 1 would.
-    #[test]
-    fn huge_rows_normalise_as_small_ones_on_every_isa() {
+    pub fn huge_rows_normalise_as_small_ones_on_every_isa() {
         for isa in Isa::available() {
             let isa = isa.supported().unwrap();
             let mut huge = vec![3e38f32; 9];
@@ -163,8 +163,7 @@ mod tests {
     }
 
     /// A row of zeros stays zeros (the 1e-12 floor), a NaN makes every output canonical NaN.
-    #[test]
-    fn zero_rows_stay_zero_and_nan_rows_are_canonical_nan() {
+    pub fn zero_rows_stay_zero_and_nan_rows_are_canonical_nan() {
         for isa in Isa::available() {
             let isa = isa.supported().unwrap();
             let mut z = vec![0f32; 5];

@@ -223,8 +223,9 @@ pub fn row_extremes_beside<L: Lanes>(
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::{RowExtremes, row_extremes};
     use crate::lanes::{Exact, Isa, LaneOp, Lanes, Mode};
 
@@ -242,8 +243,7 @@ mod tests {
     /// The maximum and the minimum wherever they lie (each of the running extremes, the
     /// tail), `+0` for a zero maximum of either sign, `-inf` / `+inf` for an empty row, and a
     /// NaN anywhere reported.
-    #[test]
-    fn row_extremes_finds_both_anywhere_on_every_isa() {
+    pub fn row_extremes_finds_both_anywhere_on_every_isa() {
         for isa in Isa::available() {
             let empty = extremes_on(isa, &[]);
             assert_eq!(

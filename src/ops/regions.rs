@@ -40,7 +40,7 @@ pub trait TwoRegions: Kernel {
     /// The function of one register by its regions: each formula only where some lane needs
     /// it (a formula no lane needs is skipped, its value a placeholder `finish` never picks).
     /// What the sorted form computes per lane; the tests hold the register form to it.
-    #[cfg(test)]
+    #[cfg(feature = "unit-tests")]
     fn by_regions<L: Lanes>(l: L, x: L::F) -> L::F {
         let arg = Self::arg(l, x);
         let (in_a, in_b) = Self::regions(l, x, arg);
@@ -217,8 +217,9 @@ fn finish_lanes<X: Lanes, R: TwoRegions>(
     p_b
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Exact, Fast, Isa, LaneOp, Mode};
     use crate::ops::erf::Erf;
@@ -322,8 +323,7 @@ mod tests {
     /// spec's form) in both modes, on every lane type (the compressing ones, and the others
     /// through the lane-by-lane compress and groups of registers), in place and into another
     /// slice, on every input of [`inputs`].
-    #[test]
-    fn sorting_by_regions_changes_no_bit() {
+    pub fn sorting_by_regions_changes_no_bit() {
         for src in inputs() {
             sorted_equals_by_register::<Erf<Exact>>("exact erf", &src);
             sorted_equals_by_register::<Erf<Fast>>("fast erf", &src);
@@ -335,8 +335,7 @@ mod tests {
     /// register form: on the compressing instruction sets, the sorted form. (The register form
     /// against the sorted one on every lane type, as above for erf, would compile every such
     /// kernel once more per lane type for the tests: 40 s more build time.)
-    #[test]
-    fn sorted_kernels_give_the_scalar_bits_on_every_isa() {
+    pub fn sorted_kernels_give_the_scalar_bits_on_every_isa() {
         fn check<M: crate::lanes::Mode>(mode: &str) {
             let scalar = Isa::Scalar.supported().unwrap();
             for func in [Func::Erf, Func::OnePlusErf, Func::GeluErf] {

@@ -67,8 +67,9 @@ kernel_type!(
     Sigmoid => sigmoid, wide
 );
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Fast, Isa, LaneOp};
     use crate::ops::clean_form_test::lane_bits;
@@ -105,8 +106,7 @@ mod tests {
     /// signs, and a sparse sweep of all floats; on every lane type wider than one), and the clamped form flushes to a zero with
     /// the sign of `x` exactly below `z = -87.3`, as the fast exp of `z` does; `x` in
     /// `{1, z, -3.5}` (the sigmoid, SiLU, a GELU-like factor).
-    #[test]
-    fn the_clean_form_is_the_clamped_form_and_the_flush_is_at_the_exp_limit() {
+    pub fn the_clean_form_is_the_clamped_form_and_the_flush_is_at_the_exp_limit() {
         let (lo, hi) = (87.2f32.to_bits(), 88.4f32.to_bits());
         let zs = crate::ops::clean_form_test::both_signs_and_a_sweep(lo..=hi);
         let pairs: Vec<(f32, f32)> = zs
@@ -136,8 +136,7 @@ mod tests {
 
     /// Exact sigmoid and SiLU: a register of `|x| < EXP_ONE_SCALE` (one test, no select) gives
     /// the general form's bits, every float of `[85.5, 86.5]` and more (see the helper).
-    #[test]
-    fn the_exact_in_range_form_is_the_general_form() {
+    pub fn the_exact_in_range_form_is_the_general_form() {
         use crate::lanes::Exact;
         use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
         assert_clean_form_is_general_form_near::<Sigmoid<Exact>>(85.5, 86.5);

@@ -277,8 +277,9 @@ fused_kernel_type!(
     TanhRational => tanh_rational
 );
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Isa, LaneOp};
     use crate::ops::clean_form_test::{assert_clean_form_is_general_form, both_signs_and_a_sweep};
@@ -312,8 +313,7 @@ mod tests {
     /// form's bits on every lane type: every float of `[0.55, 0.65]` (where the branches meet),
     /// the 4,097 smallest and every 4,099th float below `TANH_IN_RANGE`, both signs, in
     /// registers that mix the branches' lanes.
-    #[test]
-    fn both_branches_in_one_pass_are_the_two_branch_form() {
+    pub fn both_branches_in_one_pass_are_the_two_branch_form() {
         let xs: Vec<f32> = (0.55f32.to_bits()..=0.65f32.to_bits())
             .chain(0..=4_096)
             .chain((0..TANH_IN_RANGE.to_bits()).step_by(4_099))
@@ -338,8 +338,7 @@ mod tests {
     /// place: register sets all of the polynomial branch, all of the exp branch, mixed in some
     /// registers only, with a NaN, an infinity or a value past `TANH_IN_RANGE` among them,
     /// and lengths that end inside a register and inside a set of four.
-    #[test]
-    fn the_slice_map_gives_the_scalar_bits() {
+    pub fn the_slice_map_gives_the_scalar_bits() {
         use crate::ops::func::{Func, map_slice, map_slice_in_place};
         let mut src: Vec<f32> = (0..4_096)
             .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
@@ -381,8 +380,7 @@ mod tests {
     /// The fast tanh's clean form gives the clamped form's bits wherever it runs: every float
     /// of `[8.9, 9.1]` and the 4,097 smallest, both signs, and a sparse sweep of all floats, on every
     /// lane type wider than one; and `+-1` from the clamp on.
-    #[test]
-    fn the_fast_tanh_clean_form_is_the_clamped_form() {
+    pub fn the_fast_tanh_clean_form_is_the_clamped_form() {
         let around_clamp = 8.9f32.to_bits()..=9.1f32.to_bits();
         let xs = both_signs_and_a_sweep(around_clamp.chain(0..=4_096));
         for (isa, x, y) in assert_clean_form_is_general_form::<TanhRational>(&xs) {
@@ -398,15 +396,13 @@ mod tests {
     /// `[0.59, 0.61]` (where the branches meet), both signs, and more (see the helper). The
     /// registers hold one value each, so they never mix the branches: the one-pass form has
     /// its own test above.
-    #[test]
-    fn the_exact_in_range_form_is_the_general_form() {
+    pub fn the_exact_in_range_form_is_the_general_form() {
         use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
         assert_clean_form_is_general_form_near::<Tanh>(42.5, 43.5);
         assert_clean_form_is_general_form_near::<Tanh>(0.59, 0.61);
     }
 
-    #[test]
-    fn constants_have_their_bit_patterns() {
+    pub fn constants_have_their_bit_patterns() {
         let bits = |c: &[f32]| c.iter().map(|c| c.to_bits()).collect::<Vec<_>>();
         assert_eq!(
             bits(&TANH_FAST_P),

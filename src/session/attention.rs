@@ -767,16 +767,16 @@ fn shape_err(shape: &[usize]) -> impl FnOnce(ndarray::ShapeError) -> Error + '_ 
     move |e| Error::InvalidArgument(format!("attention tensor of shape {shape:?}: {e}"))
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::attention_work;
     use crate::{Fast, Session};
 
     /// A decode step over the example's cache (12 heads, 255 keys of 64 + 64 values) reaches the
     /// default parallel threshold by the cache it streams; a small one does not; the block's
     /// prefill (256 queries) counts by its multiply-adds, as before.
-    #[test]
-    fn a_decode_step_over_a_large_cache_is_parallel_work_and_a_small_one_is_not() {
+    pub fn a_decode_step_over_a_large_cache_is_parallel_work_and_a_small_one_is_not() {
         let line = Session::<Fast>::DEFAULT_PARALLEL_THRESHOLD;
         assert!(attention_work(1, 12, 12, 1, 255, 128) >= line);
         assert!(attention_work(1, 12, 12, 1, 16, 128) < line);

@@ -276,16 +276,16 @@ impl<M: Mode> Session<M> {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::product_work;
     use crate::{Fast, Session};
 
     /// A decode step's products (one row of A against the block's weights) reach the default
     /// parallel threshold by the weights they stream; tiny products do not; the block's
     /// prefill products count by their multiply-adds, as before.
-    #[test]
-    fn a_gemv_over_large_weights_is_parallel_work_and_a_small_one_is_not() {
+    pub fn a_gemv_over_large_weights_is_parallel_work_and_a_small_one_is_not() {
         let line = Session::<Fast>::DEFAULT_PARALLEL_THRESHOLD;
         for (k, n) in [(768, 2304), (768, 768), (768, 3072), (3072, 768)] {
             assert!(product_work(1, 1, n, k) >= line, "1 x {k} x {n}");

@@ -4,18 +4,18 @@
 //! `traverse.rs` (one traversal for element-wise and row operators alike).
 
 mod add_norm;
-mod attention;
+pub(crate) mod attention;
 mod attention_plan;
 mod elementwise;
 mod embedding;
 mod gated;
-mod matmul;
+pub(crate) mod matmul;
 mod norm;
-mod owned;
+pub(crate) mod owned;
 mod pooling;
 mod softmax;
-mod team;
-mod traverse;
+pub(crate) mod team;
+pub(crate) mod traverse;
 mod varlen;
 
 use std::fmt;
@@ -248,15 +248,15 @@ fn _assert_send_sync() {
     is::<Session<Fast>>();
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
 
     /// A one-thread session runs its work on the calling thread (never a pool thread of its
     /// own) and never takes the parallel path, inside a rayon pool too; a session of two
     /// threads takes it.
-    #[test]
-    fn a_one_thread_session_stays_on_the_calling_thread() {
+    pub fn a_one_thread_session_stays_on_the_calling_thread() {
         let one = Session::exact().with_threads(1).unwrap();
         assert!(!one.parallel(usize::MAX));
         let on_caller = |s: &Session<Exact>| {

@@ -58,15 +58,15 @@ pub(crate) fn try_to_owned<T: Copy, D: Dimension>(
     made.map_err(|e| Error::InvalidArgument(format!("{what}: {e}")))
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use ndarray::{Array2, s};
 
     /// The copy has the values of `to_owned` in C and F order and through strided views; the
     /// impossible sizes are errors.
-    #[test]
-    fn copies_equal_to_owned_and_impossible_sizes_are_errors() {
+    pub fn copies_equal_to_owned_and_impossible_sizes_are_errors() {
         let a = Array2::from_shape_fn((3, 5), |(i, j)| (i * 7 + j) as f32);
         let f = a.t().as_standard_layout().reversed_axes().to_owned();
         for v in [

@@ -249,8 +249,9 @@ impl<M: Mode> Session<M> {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use std::sync::Arc;
 
     use super::*;
@@ -267,8 +268,7 @@ mod tests {
 
     /// A team starts `threads - 1` threads, its session's clones share them, and dropping the
     /// last clone ends them (joined before the drop returns).
-    #[test]
-    fn dropping_the_last_session_ends_its_threads() {
+    pub fn dropping_the_last_session_ends_its_threads() {
         if !std::path::Path::new("/proc/self/task").exists() {
             return;
         }
@@ -297,8 +297,7 @@ mod tests {
     }
 
     /// Pieces of a zip cover its lanes once, in order, none longer than asked.
-    #[test]
-    fn pieces_cover_every_lane_once_in_order() {
+    pub fn pieces_cover_every_lane_once_in_order() {
         let a = ndarray::Array2::from_shape_fn((37, 5), |(i, j)| i * 5 + j);
         for max in [1, 2, 3, 10, 37, 100] {
             let parts = pieces(Zip::from(a.rows()), max);

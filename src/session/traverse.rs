@@ -393,8 +393,9 @@ pub(crate) fn smallest_stride_axis(shape: &[usize], strides: &[isize]) -> Axis {
         .unwrap_or(Axis(shape.len().saturating_sub(1)))
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use half::bf16;
     use ndarray::{Array2, ArrayD, s};
@@ -435,8 +436,7 @@ mod tests {
         });
     }
 
-    #[test]
-    fn every_layout_and_split_gives_the_elements_of_the_contiguous_walk() {
+    pub fn every_layout_and_split_gives_the_elements_of_the_contiguous_walk() {
         let (x, a) = (values(40, 70, 1.0), values(40, 70, -3.0));
         let want = &x * 2.0 + &a;
         for session in sessions() {
@@ -474,8 +474,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn rows_are_never_cut_in_any_layout_or_split() {
+    pub fn rows_are_never_cut_in_any_layout_or_split() {
         let x = values(33, 50, 0.5);
         let mut want = x.clone();
         for mut row in want.rows_mut() {

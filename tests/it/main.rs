@@ -30,3 +30,4 @@ mod session_elementwise;
 mod softmax;
 mod taylor_catalogue;
 mod transformer_block;
+mod unit;

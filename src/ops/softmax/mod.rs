@@ -391,8 +391,9 @@ impl LaneOp for SoftmaxRows<'_> {
 
 compiled_once_per_mode!(SoftmaxRows<'_>);
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Fast, Isa};
 
@@ -401,8 +402,7 @@ mod tests {
     /// `-inf` appended (which forces the per-register path, and adds `exp(-inf) = +0` to the
     /// last partial of the canonical sum, which changes no sum), on every instruction set and
     /// in both modes, both for the in-place and the `src -> dst` form.
-    #[test]
-    fn the_row_range_decision_changes_no_bit() {
+    pub fn the_row_range_decision_changes_no_bit() {
         fn check<M: Mode>(limit: f32) {
             let mut took_both = [false; 2];
             for isa in Isa::available() {

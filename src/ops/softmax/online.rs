@@ -159,8 +159,9 @@ impl LaneOp for OnlineUpdateRows<'_> {
 
 compiled_once_per_mode!(OnlineUpdateRows<'_>);
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Exact, Fast, Isa};
     use crate::ops::SrcDst;
@@ -174,8 +175,7 @@ mod tests {
     /// update (its tile and its state), on every instruction set and in both modes. The rows
     /// hold a NaN and an infinity past the limit (which must not show), and some a `+inf`, a
     /// NaN or only `-inf` before it.
-    #[test]
-    fn keys_past_the_limit_are_not_read_and_change_no_bit() {
+    pub fn keys_past_the_limit_are_not_read_and_change_no_bit() {
         fn check<M: Mode>() {
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             for isa in Isa::available() {
@@ -261,8 +261,7 @@ mod tests {
     /// instruction set, in both modes and under every policy (limits of none, some, all and more
     /// than all keys; a NaN and an infinity past a limit): the two-pass softmax and the online
     /// update.
-    #[test]
-    fn ragged_rows_give_the_bits_of_one_call_per_row() {
+    pub fn ragged_rows_give_the_bits_of_one_call_per_row() {
         fn check<M: Mode>() {
             let cols = 37;
             let ends = [0, 1, 5, 16, 17, 36, 37, 50];
@@ -343,8 +342,7 @@ mod tests {
         check::<Fast>();
     }
 
-    #[test]
-    fn online_softmax_over_tiles_matches_the_two_pass_softmax_and_survives_masked_tiles() {
+    pub fn online_softmax_over_tiles_matches_the_two_pass_softmax_and_survives_masked_tiles() {
         let isa = Isa::detect().supported().unwrap();
         let row = values(200, 6);
         let mut with_masked = row.clone();

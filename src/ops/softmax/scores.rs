@@ -184,13 +184,13 @@ impl LaneOp for RaggedSoftmaxRows<'_> {
 
 compiled_once_per_mode!(RaggedSoftmaxRows<'_>);
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
     use super::*;
     use crate::lanes::{Exact, Isa};
 
-    #[test]
-    fn scale_and_mask_masks_past_the_end_and_where_keep_is_false_on_every_isa() {
+    pub fn scale_and_mask_masks_past_the_end_and_where_keep_is_false_on_every_isa() {
         for isa in Isa::available() {
             for n in [1usize, 5, 8, 17, 40] {
                 let raw: Vec<f32> = (0..n).map(|i| i as f32 - 3.0).collect();
