@@ -176,6 +176,15 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn gt_i(self, a: Self::I, b: Self::I) -> Self::M;
     /// `m ? a : b`.
     fn select(self, m: Self::M, a: Self::F, b: Self::F) -> Self::F;
+    /// `a` where the sign bit of `s` is set, `b` where it is clear: [`Lanes::select`] by the
+    /// bit alone, not by a comparison, so `-0.0` and a NaN with its sign bit set take `a`,
+    /// `+0.0` and a NaN without it take `b`. The default is an integer comparison of the bit
+    /// pattern with 0 and a select; AVX2's `vblendvps` chooses by the sign bit of each lane
+    /// of its mask operand, so there it is that one instruction with `s` as the mask.
+    #[inline(always)]
+    fn select_by_sign(self, s: Self::F, a: Self::F, b: Self::F) -> Self::F {
+        self.select(self.gt_i(self.splat_i(0), self.to_bits(s)), a, b)
+    }
     /// Mask or.
     fn mask_or(self, a: Self::M, b: Self::M) -> Self::M;
     /// Lane-wise and of two masks.
@@ -466,6 +475,79 @@ pub mod tests {
                 for (i, &s) in scaled.iter().enumerate() {
                     let want = pc.get(i).map_or(1.0, |&(_, _, w)| w);
                     assert_eq!(s, want.to_bits(), "{isa:?}: {} * 2^{}", p[i], n[i]);
+                }
+            }
+        }
+    }
+
+    /// `select_by_sign(s, a, b)` over `s` a register at a time (`a` the lane index plus one,
+    /// `b` its negation), as bits: on the lane type, then on its group of registers.
+    struct SelectBySign<'a>(&'a [f32]);
+
+    fn select_by_sign_bits<L: Lanes>(l: L, s: &[f32]) -> Vec<u32> {
+        let a: Vec<f32> = (0..L::WIDTH).map(|i| 1.0 + i as f32).collect();
+        let b: Vec<f32> = a.iter().map(|v| -v).collect();
+        let mut out = vec![0f32; L::WIDTH];
+        s.chunks_exact(L::WIDTH)
+            .flat_map(|c| {
+                l.store(
+                    l.select_by_sign(l.load(c), l.load(&a), l.load(&b)),
+                    &mut out,
+                );
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    impl LaneOp for SelectBySign<'_> {
+        type Output = Vec<(usize, Vec<u32>)>;
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            vec![
+                (L::WIDTH, select_by_sign_bits(l, self.0)),
+                (
+                    <L::Group as Lanes>::WIDTH,
+                    select_by_sign_bits(l.group(), self.0),
+                ),
+            ]
+        }
+    }
+
+    /// `select_by_sign` takes `a` exactly where the sign bit is set, on every lane type and
+    /// its group: both zeros, NaNs of both signs (quiet and signalling), infinities,
+    /// subnormals, the ends of the normal range, each in every lane position.
+    pub fn select_by_sign_follows_the_sign_bit_on_every_lane_type() {
+        let magnitudes = [
+            0x0000_0000u32,
+            0x7FC0_0000,
+            0x7F80_0001,
+            0x7FFF_FFFF,
+            0x7F80_0000,
+            0x0000_0001,
+            0x007F_FFFF,
+            0x0080_0000,
+            0x3F80_0000,
+            0x7F7F_FFFF,
+        ];
+        let specials: Vec<u32> = magnitudes
+            .iter()
+            .flat_map(|&m| [m, m | 0x8000_0000])
+            .collect();
+        // 20 specials in a cycle of 128 lanes (a multiple of every width, group widths
+        // included): each special meets every lane position of a register of up to 64.
+        let s: Vec<f32> = (0..128 * specials.len())
+            .map(|i| f32::from_bits(specials[(i + i / 128) % specials.len()]))
+            .collect();
+        for isa in Isa::available() {
+            let out = isa
+                .supported()
+                .unwrap()
+                .dispatch::<Exact, _>(SelectBySign(&s));
+            for (width, bits) in out {
+                assert_eq!(bits.len(), s.len());
+                for (i, (&got, &x)) in bits.iter().zip(&s).enumerate() {
+                    let a = 1.0 + (i % width) as f32;
+                    let want = if x.to_bits() >> 31 == 1 { a } else { -a };
+                    assert_eq!(got, want.to_bits(), "{isa} ({width} lanes): s = {x:e}");
                 }
             }
         }

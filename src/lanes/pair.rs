@@ -105,6 +105,7 @@ impl<L: Lanes> Lanes for Pair<L> {
         is_nan(a: F) -> M;
         gt_i(a: I, b: I) -> M;
         select(m: M, a: F, b: F) -> F;
+        select_by_sign(s: F, a: F, b: F) -> F;
         mask_or(a: M, b: M) -> M;
         mask_and(a: M, b: M) -> M;
         and(a: F, b: F) -> F;

@@ -310,6 +310,11 @@ impl Lanes for Avx2 {
         proven!(_mm256_blendv_ps(b, a, m))
     }
     #[inline(always)]
+    fn select_by_sign(self, s: __m256, a: __m256, b: __m256) -> __m256 {
+        // `vblendvps` reads only the sign bit of each lane of its mask: `s` itself is one.
+        proven!(_mm256_blendv_ps(b, a, s))
+    }
+    #[inline(always)]
     fn mask_or(self, a: __m256, b: __m256) -> __m256 {
         proven!(_mm256_or_ps(a, b))
     }
