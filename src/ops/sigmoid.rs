@@ -4,7 +4,7 @@
 //! `e^-x` finite.
 
 use super::exp::{EXP_ONE_SCALE, FAST_EXP_LOW, exp_in, exp_in_range, fast_exp, fast_exp_in_range};
-use super::{abs, all_abs_below, kernel_type, nan_where_nan, sign_bit};
+use super::{all_abs_below, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::lanes::Mode;
 
@@ -49,16 +49,25 @@ pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bo
 
 /// [`sigmoid`] where `x` is not NaN (a NaN lane gets an unspecified value). `IN_RANGE`: the
 /// caller knows every `|x| < EXP_ONE_SCALE`, so the exp takes its one-scale form untested.
+///
+/// The spec's `0 - |x|` is `x` with its sign bit set (one `or` instead of an `and` and a
+/// subtraction), and its `x >= 0 ? 1 : s` is a choice by the sign bit of `x`
+/// ([`Lanes::select_by_sign`]: one `vblendvps` on AVX2, no comparison). The bits are the
+/// spec's: the two forms of `-|x|` differ only at `x = +-0` (`-0` against `+0`), where the exp
+/// gives 1 either way, and the two choices only at `x = -0` (the sign bit says negative,
+/// `-0 >= 0` says not), where `s = exp(-0) = 1` is the 1 the spec takes, and at NaN, whose lane
+/// the callers replace. The test `the_sign_bit_form_is_the_spec_form` checks it on every lane
+/// type.
 #[inline(always)]
 pub fn sigmoid_of_number<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F) -> L::F {
     let one = l.splat(1.0);
-    let nax = l.sub(l.splat(0.0), abs(l, x));
+    let nax = l.or(x, l.splat(-0.0));
     let s = if IN_RANGE {
         exp_in_range::<L, M>(l, nax)
     } else {
         exp_in::<L, M>(l, nax)
     };
-    let num = l.select(l.ge(x, l.splat(0.0)), one, s);
+    let num = l.select_by_sign(x, s, one);
     l.div(num, l.add(one, s))
 }
 
@@ -129,6 +138,80 @@ pub mod tests {
                     );
                 } else if x.abs() >= 1e-30 {
                     assert_ne!(alone & 0x7FFF_FFFF, 0, "{isa}: x {x:e}, z {z:e}");
+                }
+            }
+        }
+    }
+
+    /// [`sigmoid_of_number`] as the spec writes it: `s = exp(0 - |x|)`, `x >= 0 ? 1 : s`.
+    fn sigmoid_of_number_as_spec<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F) -> L::F {
+        let one = l.splat(1.0);
+        let nax = l.sub(l.splat(0.0), crate::ops::abs(l, x));
+        let s = if IN_RANGE {
+            exp_in_range::<L, M>(l, nax)
+        } else {
+            exp_in::<L, M>(l, nax)
+        };
+        let num = l.select(l.ge(x, l.splat(0.0)), one, s);
+        l.div(num, l.add(one, s))
+    }
+
+    /// Bits of [`sigmoid_of_number`] and of [`sigmoid_of_number_as_spec`] of every `x`, a
+    /// register at a time (`IN_RANGE` forms only where every `|x|` of the register is below
+    /// `EXP_ONE_SCALE`).
+    struct SignBitAndSpec<'a>(&'a [f32]);
+
+    impl LaneOp for SignBitAndSpec<'_> {
+        type Output = Vec<(f32, u32, u32)>;
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            let mut out = Vec::new();
+            for c in self.0.chunks(L::WIDTH) {
+                let x = l.load_partial(c, 0.0);
+                let mut forms = vec![(
+                    sigmoid_of_number::<L, M, false>(l, x),
+                    sigmoid_of_number_as_spec::<L, M, false>(l, x),
+                )];
+                if c.iter().all(|v| v.abs() < EXP_ONE_SCALE) {
+                    forms.push((
+                        sigmoid_of_number::<L, M, true>(l, x),
+                        sigmoid_of_number_as_spec::<L, M, true>(l, x),
+                    ));
+                }
+                for (new, spec) in forms {
+                    for (i, &v) in c.iter().enumerate() {
+                        out.push((v, lane_bits(l, new, i), lane_bits(l, spec, i)));
+                    }
+                }
+            }
+            out
+        }
+    }
+
+    /// Exact mode's sigmoid core, `x | sign` as `-|x|` and the choice by the sign bit, gives
+    /// the spec's form's bits on every lane type: at both zeros (where the two `-|x|` differ
+    /// and `-0` is chosen by its sign bit), the 4,097 smallest floats of both signs
+    /// (subnormals), every float of `[85.5, 86.5]` (the one-scale bound), the infinities and
+    /// the largest floats, both signs, and a sparse sweep of all, beside each other in
+    /// registers, and the zeros, subnormals and ends also each alone in a register.
+    pub fn the_sign_bit_form_is_the_spec_form() {
+        use crate::lanes::Exact;
+        use crate::ops::clean_form_test::both_signs_and_a_sweep;
+        let ends = [0.0f32, f32::INFINITY, f32::MAX, 1.0, f32::MIN_POSITIVE].map(f32::to_bits);
+        let small_and_ends = ends.into_iter().chain(0..=4_096);
+        let alone: Vec<f32> = small_and_ends
+            .clone()
+            .flat_map(|b| [b, b | 0x8000_0000])
+            .flat_map(|b| [f32::from_bits(b); crate::lanes::MAX_WIDTH])
+            .collect();
+        let near_bound = 85.5f32.to_bits()..=86.5f32.to_bits();
+        let xs = both_signs_and_a_sweep(small_and_ends.chain(near_bound));
+        for isa in Isa::available() {
+            let s = isa.supported().unwrap();
+            for input in [&xs, &alone] {
+                let out = s.dispatch::<Exact, _>(SignBitAndSpec(input));
+                assert!(out.len() >= input.len());
+                for (x, new, spec) in out {
+                    assert_eq!(new, spec, "{isa}: x {x:e}");
                 }
             }
         }

@@ -95,6 +95,7 @@ unit_tests! {
     ops_sigmoid: [
         the_clean_form_is_the_clamped_form_and_the_flush_is_at_the_exp_limit,
         the_exact_in_range_form_is_the_general_form,
+        the_sign_bit_form_is_the_spec_form,
     ]
     ops_softmax: [
         the_row_range_decision_changes_no_bit,
