@@ -140,8 +140,10 @@ impl Kernel for Tanh {
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         tanh(l, x)
     }
-    /// On lane types whose select is not cheap and whose group is four registers (AVX2),
-    /// four registers at a time by [`tanh_by_register`]; elsewhere a group at a time.
+    /// On lane types whose select is not cheap and whose group is four registers, four
+    /// registers at a time: by [`tanh_by_stage`] on AVX2 (eight lanes), by [`tanh_by_register`]
+    /// on NEON (four lanes), where the stage form has not been measured; elsewhere a group at a
+    /// time.
     #[inline(always)]
     fn map<L: Lanes>(l: L, io: SrcDst<'_>) {
         if L::CHEAP_SELECT || <L::Group as Lanes>::WIDTH != 4 * L::WIDTH {
@@ -149,6 +151,16 @@ impl Kernel for Tanh {
                 Some(src) => map_lanes::<L, Self>(l, src, io.dst),
                 None => map_lanes_in_place::<L, Self>(l, io.dst),
             };
+        }
+        if L::WIDTH == 8 {
+            return map_register_arrays::<L, 4>(
+                l,
+                io,
+                #[inline(always)]
+                |x| tanh_by_stage(l, x),
+                #[inline(always)]
+                |x| tanh(l, x),
+            );
         }
         map_register_arrays::<L, 4>(
             l,
@@ -159,6 +171,98 @@ impl Kernel for Tanh {
             |x| tanh(l, x),
         );
     }
+}
+
+/// Exact [`tanh`] of `N` registers, bit for bit, without a branch between the registers.
+///
+/// One range test for all `N`, as in [`tanh_by_register`] (every `|x| < TANH_IN_RANGE`: no
+/// NaN, the exp's one-scale form; any other set takes the general form register by register).
+/// Then the exp branch on all `N` registers and, when a lane of any of them takes the
+/// polynomial branch, the polynomial and its select on all `N`; every lane's arithmetic is its
+/// branch's, as in the general form, and the select keeps the spec's branch. Each step of the
+/// exp's and the polynomial's Horner chains runs on every register before the next.
+///
+/// The point is one straight block. [`tanh_by_register`]'s test per register (the polynomial
+/// only on registers that have a lane of it) saves that branch's operations on the others, but
+/// its branches split the set: the compiler emits each register's exp chain (about 30
+/// dependent operations with the division), its test and its polynomial, then the next
+/// register's. In one block it emits the four exp chains up to their divisions, the four
+/// divisions side by side, then the polynomials, and the core keeps more of the chains in
+/// flight at once: faster on AVX2 although it does more arithmetic.
+#[inline(always)]
+fn tanh_by_stage<L: Lanes, const N: usize>(l: L, x: [L::F; N]) -> [L::F; N] {
+    let mut in_range = true;
+    for &x in &x {
+        in_range &= all_abs_below(l, x, TANH_IN_RANGE);
+    }
+    if !in_range {
+        let mut y = x;
+        for y in &mut y {
+            *y = tanh(l, *y);
+        }
+        return y;
+    }
+    let one = l.splat(1.0);
+    let mut ax = x;
+    let mut small = [l.lt(x[0], x[0]); N];
+    let (mut any_small, mut all_small) = (false, true);
+    for i in 0..N {
+        ax[i] = abs(l, x[i]);
+        small[i] = l.lt(ax[i], l.splat(TANH_SMALL));
+        any_small |= l.any(small[i]);
+        all_small &= l.all(small[i]);
+    }
+    let mut y = ax;
+    if all_small {
+        for i in 0..N {
+            y[i] = tanh_small::<L>(l, ax[i]);
+        }
+    } else {
+        // `tanh_large::<L, true>`, step by step: `exp(ax + ax)` in its one-scale form
+        // (`exp_one_scale`), then `1 - 2/(e + 1)`.
+        let (mut r, mut n, mut n_int) = (ax, ax, [l.splat_i(0); N]);
+        for i in 0..N {
+            (r[i], n[i], n_int[i]) = reduce_arg::<L, Exact>(l, l.add(ax[i], ax[i]));
+        }
+        let q = horner_by_stage(l, &r, &EXP_Q);
+        for i in 0..N {
+            let p = l.add(one, Exact::madd(l, l.mul(r[i], r[i]), q[i], r[i]));
+            let e = scale_exact(l, p, n[i], n_int[i]);
+            y[i] = l.sub(one, l.div(l.splat(2.0), l.add(e, one)));
+        }
+        if any_small {
+            // `tanh_small`, step by step: `ax + ax*(z*P(z))`, `z = ax*ax`.
+            let mut z = ax;
+            for i in 0..N {
+                z[i] = l.mul(ax[i], ax[i]);
+            }
+            let p = horner_by_stage(l, &z, &TANH_P);
+            for i in 0..N {
+                let s = Exact::madd(l, ax[i], l.mul(z[i], p[i]), ax[i]);
+                y[i] = l.select(small[i], s, y[i]);
+            }
+        }
+    }
+    for i in 0..N {
+        y[i] = l.or(y[i], sign_bit(l, x[i]));
+    }
+    y
+}
+
+/// Exact mode's [`horner`] of `N` registers, each step on every register before the next.
+#[inline(always)]
+fn horner_by_stage<L: Lanes, const N: usize, const K: usize>(
+    l: L,
+    x: &[L::F; N],
+    coeffs: &[f32; K],
+) -> [L::F; N] {
+    let mut acc = [l.splat(coeffs[0]); N];
+    for &c in &coeffs[1..] {
+        for i in 0..N {
+            acc[i] = Exact::madd(l, acc[i], x[i], l.splat(c));
+        }
+    }
+    acc
 }
 
 /// Exact [`tanh`] of `N` registers, bit for bit, for lane types without a cheap select.
@@ -329,6 +433,84 @@ pub mod tests {
                 .dispatch::<Exact, _>(OnePassAndTwoBranches(&xs));
             for (&x, (one_pass, two)) in xs.iter().zip(pairs) {
                 assert_eq!(one_pass, two, "{isa}: x {x:e}");
+            }
+        }
+    }
+
+    /// The exact tanh of sets of four registers by `tanh_by_stage` and register by register by
+    /// the general form, as bit pairs (the sets that fit in `xs`).
+    struct ByStageAndGeneral<'a>(&'a [f32]);
+
+    impl LaneOp for ByStageAndGeneral<'_> {
+        type Output = Vec<(f32, u32, u32)>;
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            let w = L::WIDTH;
+            let mut out = Vec::new();
+            for set in self.0.chunks_exact(4 * w) {
+                let mut x = [l.splat(0.0); 4];
+                for (i, x) in x.iter_mut().enumerate() {
+                    *x = l.load(&set[i * w..]);
+                }
+                let by_stage = tanh_by_stage(l, x);
+                for (i, &x) in x.iter().enumerate() {
+                    let (mut a, mut b) = (
+                        [0f32; crate::lanes::MAX_WIDTH],
+                        [0f32; crate::lanes::MAX_WIDTH],
+                    );
+                    l.store(by_stage[i], &mut a);
+                    l.store(tanh(l, x), &mut b);
+                    out.extend((0..w).map(|k| (set[i * w + k], a[k].to_bits(), b[k].to_bits())));
+                }
+            }
+            out
+        }
+    }
+
+    /// `tanh_by_stage` (AVX2's slice loop) gives the general form's bits on every lane type, in
+    /// sets of four registers: every float of `[0.55, 0.65]` (where the branches meet, so
+    /// registers and sets mix them), every 4,099th float below `TANH_IN_RANGE`, sets all of the
+    /// polynomial branch (the 4,097 smallest floats), all of the exp branch (from 1 on), and
+    /// sets with a NaN, an infinity or a value past `TANH_IN_RANGE` among them; both signs,
+    /// and each list shuffled too.
+    pub fn the_stage_form_is_the_general_form() {
+        let lists: Vec<Vec<u32>> = vec![
+            (0.55f32.to_bits()..=0.65f32.to_bits()).collect(),
+            (0..TANH_IN_RANGE.to_bits()).step_by(4_099).collect(),
+            (0..=4_096).collect(),
+            (1f32.to_bits()..TANH_IN_RANGE.to_bits())
+                .step_by(1_031)
+                .collect(),
+        ];
+        let mut xs: Vec<f32> = Vec::new();
+        for list in &lists {
+            let signed: Vec<f32> = list
+                .iter()
+                .flat_map(|&b| [b, b | 0x8000_0000])
+                .map(f32::from_bits)
+                .collect();
+            xs.extend(&signed);
+            // The same values in another order (a fixed stride through the list).
+            let n = signed.len();
+            xs.extend((0..n).map(|i| signed[i * 7_919 % n]));
+        }
+        let mut with_specials = xs[..4_096].to_vec();
+        for (k, special) in [f32::NAN, f32::INFINITY, -50.0, 43.0, f32::NEG_INFINITY]
+            .into_iter()
+            .enumerate()
+        {
+            with_specials[97 + 401 * k] = special;
+        }
+        xs.extend(with_specials);
+        let small = xs.iter().filter(|x| x.abs() < TANH_SMALL).count();
+        assert!(small > 10_000 && small < xs.len() - 10_000, "{small}");
+        for isa in Isa::available() {
+            let triples = isa
+                .supported()
+                .unwrap()
+                .dispatch::<Exact, _>(ByStageAndGeneral(&xs));
+            assert!(triples.len() > xs.len() - 4 * crate::lanes::MAX_WIDTH);
+            for (x, by_stage, general) in triples {
+                assert_eq!(by_stage, general, "{isa}: x {x:e}");
             }
         }
     }
