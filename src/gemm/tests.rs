@@ -171,29 +171,35 @@ fn every_loop_boundary<K: MicroKernel>(isa: Isa) {
     }
 }
 
-/// Each kernel on each instruction set of this CPU that runs it (a kernel is compiled for
-/// those alone: `MicroKernel::Isas`).
-pub fn every_kernel_every_loop_boundary() {
-    fn on_its_isas<K: MicroKernel>(isa: Isa) {
-        let runs = match isa {
-            Isa::Scalar => K::Isas::SCALAR,
-            Isa::Sse2 => K::Isas::SSE2,
-            Isa::Avx2 => K::Isas::AVX2,
-            Isa::Avx512 => K::Isas::AVX512,
-            Isa::Neon => K::Isas::NEON,
-        };
-        if runs {
-            every_loop_boundary::<K>(isa);
+/// Whether `K` is compiled for `isa` (a kernel is compiled for its own instruction sets alone:
+/// `MicroKernel::Isas`).
+fn runs_on<K: MicroKernel>(isa: Isa) -> bool {
+    match isa {
+        Isa::Scalar => K::Isas::SCALAR,
+        Isa::Sse2 => K::Isas::SSE2,
+        Isa::Avx2 => K::Isas::AVX2,
+        Isa::Avx512 => K::Isas::AVX512,
+        Isa::Neon => K::Isas::NEON,
+    }
+}
+
+/// Runs `f::<K>(isa)` for each kernel on each instruction set of this CPU that runs it.
+macro_rules! each_kernel_on_its_isas {
+    ($f:ident) => {
+        for isa in Isa::available() {
+            each_kernel_on_its_isas!(@ $f, isa, Mr4Nv6, Mr14Nv2, Mr6Nv2, Mr4Nv4, Mr8Nv3, Mr6Nv3);
         }
-    }
-    for isa in Isa::available() {
-        on_its_isas::<Mr4Nv6>(isa);
-        on_its_isas::<Mr14Nv2>(isa);
-        on_its_isas::<Mr6Nv2>(isa);
-        on_its_isas::<Mr4Nv4>(isa);
-        on_its_isas::<Mr8Nv3>(isa);
-        on_its_isas::<Mr6Nv3>(isa);
-    }
+    };
+    (@ $f:ident, $isa:ident, $($k:ident),*) => {
+        $(if runs_on::<$k>($isa) {
+            $f::<$k>($isa);
+        })*
+    };
+}
+
+/// Each kernel on each instruction set of this CPU that runs it.
+pub fn every_kernel_every_loop_boundary() {
+    each_kernel_on_its_isas!(every_loop_boundary);
 }
 
 /// The production blocking of `K` on `isa`: whole microtiles per tile, and the accumulators,
@@ -225,10 +231,14 @@ pub fn production_blocking_fits_the_register_file() {
 }
 
 pub fn large_k_crosses_super_blocks_with_production_blocking() {
-    let isa = Isa::detect();
-    let blk = Blocking::of::<Mr6Nv2>(isa.width());
-    check::<Exact, Mr6Nv2>(isa, blk, true, 3, 5, 2 * blk.kb + 7);
-    check::<Fast, Mr6Nv2>(isa, blk, false, 3, 5, blk.kb + 1);
+    fn crosses<K: MicroKernel>(isa: Isa) {
+        let blk = Blocking::of::<K>(isa.width());
+        check::<Exact, K>(isa, blk, true, 3, 5, 2 * blk.kb + 7);
+        check::<Fast, K>(isa, blk, false, 3, 5, blk.kb + 1);
+    }
+    // Each kernel on each instruction set that runs it: a kernel named here for the detected
+    // instruction set alone would not exist on another architecture.
+    each_kernel_on_its_isas!(crosses);
 }
 
 /// Three threads drain every region: the bits must not depend on which one runs a tile.
