@@ -44,7 +44,7 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
 }
 
 macro_rules! micro_kernels {
-    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal) on
+    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal, $pairs:literal) on
         [$($isa:ident),*];)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Debug)]
@@ -56,7 +56,7 @@ macro_rules! micro_kernels {
             type Isas = Self;
             #[inline(always)]
             fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, '_, Self>) {
-                k_blocks::<L, M, Self, $mr, $nv, $in_place>(l, op)
+                k_blocks::<L, M, Self, $mr, $nv, $in_place, $pairs>(l, op)
             }
         }
         impl IsaSet for $name {
@@ -88,27 +88,27 @@ micro_kernels! {
     /// the FP pipes, so the 14 x 2 kernel (one broadcast per two products) left exact mode far
     /// behind fast mode's rate, and 4 x 6 closes most of that gap with fast mode no slower on
     /// the block's shapes (BENCHMARKS.md).
-    Mr4Nv6 = (4, 6, true) on [Avx512];
+    Mr4Nv6 = (4, 6, true, false) on [Avx512];
     /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers, for products whose
     /// width would leave much of a 96-column panel empty (attention's 64-wide head, a 256-key
     /// tile of scores): 32-column panels waste less there.
-    Mr14Nv2 = (14, 2, false) on [Avx512];
+    Mr14Nv2 = (14, 2, false, false) on [Avx512];
     /// 6 x 2 registers: 12 accumulators, 2 B registers and a broadcast of the 16 AVX2/SSE2
-    /// registers.
-    Mr6Nv2 = (6, 2, false) on [Sse2, Avx2];
+    /// registers. Its loop takes the depth in pairs (see [`microkernel`]).
+    Mr6Nv2 = (6, 2, false, true) on [Sse2, Avx2];
     /// 4 x 4 one-lane accumulators for scalar code.
-    Mr4Nv4 = (4, 4, false) on [Scalar];
+    Mr4Nv4 = (4, 4, false, false) on [Scalar];
     /// 8 x 3 registers: 24 accumulators, 3 B registers and the values of A (multiplied by
     /// element, `fmla v, v, v.s[i]`) of NEON's 32 registers, for fast mode: each B load feeds
     /// eight fused multiply-adds and each A value three. The 4-lane registers make a 12-column
     /// panel.
-    Mr8Nv3 = (8, 3, false) on [Neon];
+    Mr8Nv3 = (8, 3, false, false) on [Neon];
     /// 6 x 3 registers for NEON's exact mode: the 12-column panels of [`Mr8Nv3`], but each
     /// step's products need registers of their own beside the accumulators (the multiply and
     /// the add are separate), and with 24 accumulators the compiler spilled them to the stack
     /// inside the loop; 18 leave room.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    Mr6Nv3 = (6, 3, false) on [Neon];
+    Mr6Nv3 = (6, 3, false, false) on [Neon];
 }
 
 /// The `MR` rows of A one microkernel call reads, `kc` deep: a packed panel, or the rows of A
@@ -119,6 +119,11 @@ pub(crate) trait APanel<const MR: usize> {
     fn depth(&self) -> usize;
     /// `&A[i, k]`.
     fn at(&self, k: usize, i: usize) -> &f32;
+    /// The panel's depths in pairs when it is packed (a trailing odd depth left out).
+    #[inline(always)]
+    fn pairs(&self) -> Option<&[[[f32; MR]; 2]]> {
+        None
+    }
 }
 
 /// A packed A micro-panel: `kc` rows of `MR` values (`a[k][i] = A[i, k]`).
@@ -132,6 +137,10 @@ impl<const MR: usize> APanel<MR> for PackedA<'_, MR> {
     #[inline(always)]
     fn at(&self, k: usize, i: usize) -> &f32 {
         &self.0[k][i]
+    }
+    #[inline(always)]
+    fn pairs(&self) -> Option<&[[[f32; MR]; 2]]> {
+        Some(self.0.as_chunks::<2>().0)
     }
 }
 
@@ -191,8 +200,22 @@ impl CRows for SlicesC<'_, '_> {
 /// * `b`: the packed B micro-panel, `kc` rows of `NV * L::WIDTH` values (`b[k*NR + j]`).
 /// * `c`: the C block.
 /// * `zero`: start from `+0` (the first K block); else continue from the partial sums in `c`.
+///
+/// `PAIRS`: a packed A panel's depth runs two steps per loop iteration (an odd last step
+/// alone), so that the loop's own instructions (counter, pointers, branch) come once per two
+/// steps. Each accumulator still takes its products in increasing `k`: the bits are the same.
+/// With exact mode's separate multiply and add, a step of the AVX2 6 x 2 kernel is 32 vector
+/// instructions, about what the front end issues in the six cycles its multiplies and adds take
+/// on the FP pipes, so the loop's overhead showed in exact mode's rate (BENCHMARKS.md, "Choices
+/// in the code"); fast mode was unchanged.
 #[inline(always)]
-pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
+pub(crate) fn microkernel<
+    L: Lanes,
+    M: Mode,
+    const MR: usize,
+    const NV: usize,
+    const PAIRS: bool,
+>(
     l: L,
     a: &impl APanel<MR>,
     b: &[f32],
@@ -210,23 +233,65 @@ pub(crate) fn microkernel<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
             }
         }
     }
-    for (k, bk) in (0..a.depth()).zip(b.chunks_exact(nr)) {
-        // No closures here (`array::from_fn`): all of this must inline into the trampoline.
-        let mut bv = [l.splat(0.0); NV];
-        for (v, bv) in bv.iter_mut().enumerate() {
-            *bv = l.load(&bk[v * w..]);
+    let depth = a.depth();
+    let mut done = 0;
+    if PAIRS && let Some(pairs) = a.pairs() {
+        for (a2, bk) in pairs.iter().zip(b.chunks_exact(2 * nr)) {
+            k_step_packed::<L, M, MR, NV>(l, &a2[0], &bk[..nr], &mut acc);
+            k_step_packed::<L, M, MR, NV>(l, &a2[1], &bk[nr..], &mut acc);
         }
-        for (i, acc) in acc.iter_mut().enumerate() {
-            let ai = a.at(k, i);
-            for (acc, &bv) in acc.iter_mut().zip(&bv) {
-                *acc = M::madd_splat(l, ai, bv, *acc);
-            }
-        }
+        done = 2 * pairs.len();
+    }
+    for (k, bk) in (done..depth).zip(b[done * nr..].chunks_exact(nr)) {
+        k_step::<L, M, MR, NV>(l, a, k, bk, &mut acc);
     }
     for (i, acc) in acc.iter().enumerate() {
         let row = &mut c.row(i)[..nr];
         for (v, acc) in acc.iter().enumerate() {
             l.store(*acc, &mut row[v * w..]);
+        }
+    }
+}
+
+/// [`k_step`] with A's values at this depth packed together.
+#[inline(always)]
+fn k_step_packed<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
+    l: L,
+    ak: &[f32; MR],
+    bk: &[f32],
+    acc: &mut [[L::F; NV]; MR],
+) {
+    let w = L::WIDTH;
+    let mut bv = [l.splat(0.0); NV];
+    for (v, bv) in bv.iter_mut().enumerate() {
+        *bv = l.load(&bk[v * w..]);
+    }
+    for (acc, ai) in acc.iter_mut().zip(ak) {
+        for (acc, &bv) in acc.iter_mut().zip(&bv) {
+            *acc = M::madd_splat(l, ai, bv, *acc);
+        }
+    }
+}
+
+/// One step of k of [`microkernel`]: `acc[i][v] += A[i, k] * bk[v]`.
+#[inline(always)]
+fn k_step<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
+    l: L,
+    a: &impl APanel<MR>,
+    k: usize,
+    bk: &[f32],
+    acc: &mut [[L::F; NV]; MR],
+) {
+    let w = L::WIDTH;
+    // No closures here (`array::from_fn`): all of this must inline into the trampoline.
+    let mut bv = [l.splat(0.0); NV];
+    for (v, bv) in bv.iter_mut().enumerate() {
+        *bv = l.load(&bk[v * w..]);
+    }
+    for (i, acc) in acc.iter_mut().enumerate() {
+        let ai = a.at(k, i);
+        for (acc, &bv) in acc.iter_mut().zip(&bv) {
+            *acc = M::madd_splat(l, ai, bv, *acc);
         }
     }
 }
@@ -284,6 +349,7 @@ pub(crate) fn k_blocks<
     const MR: usize,
     const NV: usize,
     const IN_PLACE: bool,
+    const PAIRS: bool,
 >(
     l: L,
     op: TileProduct<'_, '_, K>,
@@ -311,7 +377,7 @@ pub(crate) fn k_blocks<
                         for (t, row) in these.iter_mut().zip(&rows[ir * MR..]) {
                             *t = &row[pc..pc + kcur];
                         }
-                        c_block::<L, M, MR, NV, IN_PLACE>(
+                        c_block::<L, M, MR, NV, IN_PLACE, PAIRS>(
                             l,
                             &RowsA(these),
                             bpanel,
@@ -325,7 +391,7 @@ pub(crate) fn k_blocks<
                     Some(_) => unreachable!("A in place for a kernel that packs it"),
                     None => {
                         let a = PackedA(&apanels[ir * kcur..(ir + 1) * kcur]);
-                        c_block::<L, M, MR, NV, IN_PLACE>(
+                        c_block::<L, M, MR, NV, IN_PLACE, PAIRS>(
                             l, &a, bpanel, &mut c, op.edge, ir, jr, zero,
                         );
                     }
@@ -339,7 +405,14 @@ pub(crate) fn k_blocks<
 /// or (an edge of C in place) through `edge` and back to C's rows and columns that exist.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize, const IN_PLACE: bool>(
+fn c_block<
+    L: Lanes,
+    M: Mode,
+    const MR: usize,
+    const NV: usize,
+    const IN_PLACE: bool,
+    const PAIRS: bool,
+>(
     l: L,
     a: &impl APanel<MR>,
     b: &[f32],
@@ -357,7 +430,7 @@ fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize, const IN_PLACE: 
                 buf: &mut buf[r0 * *ldc + c0..],
                 ld: *ldc,
             };
-            microkernel::<L, M, MR, NV>(l, a, b, &mut rows, zero);
+            microkernel::<L, M, MR, NV, PAIRS>(l, a, b, &mut rows, zero);
         }
         TileC::InPlace(rows) if IN_PLACE => {
             let w = rows.first().map_or(0, |r| r.len());
@@ -367,7 +440,7 @@ fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize, const IN_PLACE: 
                     rows: &mut rows[r0..r0 + MR],
                     col: c0,
                 };
-                microkernel::<L, M, MR, NV>(l, a, b, &mut rows, zero);
+                microkernel::<L, M, MR, NV, PAIRS>(l, a, b, &mut rows, zero);
             } else {
                 let (hh, ww) = (h - r0, (w - c0).min(nr));
                 let edge = &mut edge[..MR * nr];
@@ -377,7 +450,7 @@ fn c_block<L: Lanes, M: Mode, const MR: usize, const NV: usize, const IN_PLACE: 
                     }
                 }
                 let mut tmp = StridedC { buf: edge, ld: nr };
-                microkernel::<L, M, MR, NV>(l, a, b, &mut tmp, zero);
+                microkernel::<L, M, MR, NV, PAIRS>(l, a, b, &mut tmp, zero);
                 for (src, dst) in tmp.buf.chunks_exact(nr).zip(&mut rows[r0..r0 + hh.min(MR)]) {
                     dst[c0..c0 + ww].copy_from_slice(&src[..ww]);
                 }
