@@ -68,6 +68,7 @@ pub mod unit_tests {
     pub use crate::ops::reduce::tests as ops_reduce;
     pub use crate::ops::regions::tests as ops_regions;
     pub use crate::ops::sigmoid::tests as ops_sigmoid;
+    pub use crate::ops::silu::tests as ops_silu;
     pub use crate::ops::softmax::online::tests as ops_softmax_online;
     pub use crate::ops::softmax::scores::tests as ops_softmax_scores;
     pub use crate::ops::softmax::tests as ops_softmax;

@@ -35,3 +35,17 @@ kernel_type!(
     /// Kernel of [`silu`].
     Silu => silu, wide
 );
+
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
+    use super::*;
+    use crate::lanes::Exact;
+    use crate::ops::clean_form_test::assert_clean_form_is_general_form_near;
+
+    /// Exact SiLU: a register of `|x| < EXP_ONE_SCALE` (one test, no select) gives the general
+    /// form's bits, every float of `[85.5, 86.5]` and more (see the helper).
+    pub fn the_exact_in_range_form_is_the_general_form() {
+        assert_clean_form_is_general_form_near::<Silu<Exact>>(85.5, 86.5);
+    }
+}

@@ -8,8 +8,6 @@ use super::Session;
 use super::norm::check_layer_norm;
 use super::traverse::Operands;
 use crate::error::same_shape;
-use crate::lanes::ExactFpEnv;
-use crate::ops::SrcDst;
 use crate::{Element, Error, Mode};
 
 impl<M: Mode> Session<M> {
@@ -91,27 +89,4 @@ impl<M: Mode> Session<M> {
         self.add_layer_norm(&mut out, residual, gamma, beta, eps)?;
         Ok(out)
     }
-}
-
-/// `x + residual` of one row in `f32`, each sum rounded to `T` first as the separate add would
-/// store it: the row [`Session::layer_norm`]'s rows get when a residual is added first.
-pub(super) fn add_residual<'r, T: Element, M: Mode>(
-    io: SrcDst<'r>,
-    residual: &[f32],
-) -> &'r mut [f32] {
-    let _env = ExactFpEnv::enter_if(!M::FAST);
-    let sum = |x: f32, r: f32| T::from_f32(x + r).to_f32();
-    match io.src {
-        Some(src) => io
-            .dst
-            .iter_mut()
-            .zip(src.iter().zip(residual))
-            .for_each(|(y, (&x, &r))| *y = sum(x, r)),
-        None => io
-            .dst
-            .iter_mut()
-            .zip(residual)
-            .for_each(|(y, &r)| *y = sum(*y, r)),
-    }
-    io.dst
 }

@@ -3,9 +3,10 @@
 use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
 use super::Session;
-use super::add_norm::add_residual;
 use super::traverse::{Grain, Operands, in_place, no_extra};
 use crate::error::same_shape;
+use crate::lanes::ExactFpEnv;
+use crate::ops::SrcDst;
 use crate::ops::norm::LayerNormRow;
 use crate::row_buffer::with_row;
 use crate::{Element, Error, Mode};
@@ -137,4 +138,25 @@ pub(super) fn check_layer_norm(
         )));
     }
     Ok(Axis(shape.len() - 1))
+}
+
+/// `x + residual` of one row in `f32`, each sum rounded to `T` first as the separate add would
+/// store it: the row [`Session::layer_norm`]'s rows get when a residual is added first
+/// ([`Session::add_layer_norm`]).
+fn add_residual<'r, T: Element, M: Mode>(io: SrcDst<'r>, residual: &[f32]) -> &'r mut [f32] {
+    let _env = ExactFpEnv::enter_if(!M::FAST);
+    let sum = |x: f32, r: f32| T::from_f32(x + r).to_f32();
+    match io.src {
+        Some(src) => io
+            .dst
+            .iter_mut()
+            .zip(src.iter().zip(residual))
+            .for_each(|(y, (&x, &r))| *y = sum(x, r)),
+        None => io
+            .dst
+            .iter_mut()
+            .zip(residual)
+            .for_each(|(y, &r)| *y = sum(*y, r)),
+    }
+    io.dst
 }

@@ -97,6 +97,9 @@ unit_tests! {
         the_exact_in_range_form_is_the_general_form,
         the_sign_bit_form_is_the_spec_form,
     ]
+    ops_silu: [
+        the_exact_in_range_form_is_the_general_form,
+    ]
     ops_softmax: [
         the_row_range_decision_changes_no_bit,
     ]
