@@ -319,8 +319,8 @@ fused_kernel_type!(
 #[doc(hidden)]
 pub mod tests {
     use super::*;
-    use crate::lanes::Scalar;
-    use crate::lanes::{Exact, Fast};
+    use crate::lanes::{Exact, Fast, Isa, LaneOp, MAX_WIDTH};
+    use crate::ops::clean_form_test::{CHUNK, lane_bits};
 
     /// [`Erf`]'s `by_regions` gives `+-1` from [`ERF_ONE`] on without computing the large
     /// branch. [`erf`], the spec's form, rounds to exactly that at every float of `[4, 11]`
@@ -328,66 +328,93 @@ pub mod tests {
     /// elsewhere the two agree bit for bit on every 9973rd float. The same for [`OnePlusErf`],
     /// whose regions form gives 2 for a positive `x` from [`ERF_ONE`] on.
     pub fn the_regions_form_is_the_spec_form() {
-        let l = Scalar::new();
-        let (lo, hi) = (ERF_ONE.to_bits(), 11.0f32.to_bits());
-        let saturated = (lo..=hi).chain((hi..0x7F80_0000).step_by(4099));
-        for b in saturated {
-            for x in [f32::from_bits(b), -f32::from_bits(b)] {
-                assert_eq!(erf::<Scalar, Exact>(l, x), 1f32.copysign(x), "erf({x:e})");
+        let scalar = Isa::Scalar.supported().unwrap();
+        scalar.dispatch::<Exact, _>(RegionsAndSpec);
+        scalar.dispatch::<Fast, _>(RegionsAndSpec);
+    }
+
+    /// The checks of [`the_regions_form_is_the_spec_form`] in the mode of the dispatch, on the
+    /// scalar lane type. Dispatched, not called, so that fast mode's fused multiply-add is the
+    /// instruction where the CPU has FMA (as in the crate's own scalar path), not a call to a
+    /// software fma per step.
+    struct RegionsAndSpec;
+
+    impl LaneOp for RegionsAndSpec {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Lanes, M: Mode>(self, l: L) {
+            assert_eq!(L::WIDTH, 1, "the spec's form on the scalar lane type");
+            let mode = M::NAME;
+            let (lo, hi) = (ERF_ONE.to_bits(), 11.0f32.to_bits());
+            let saturated = (lo..=hi).chain((hi..0x7F80_0000).step_by(4099));
+            for b in saturated {
+                for x in [f32::from_bits(b), -f32::from_bits(b)] {
+                    assert_eq!(erf_at::<L, M>(l, x), 1f32.copysign(x), "{mode} erf({x:e})");
+                    let by_regions = erf_by_regions_at::<L, M>(l, x);
+                    assert_eq!(by_regions, 1f32.copysign(x), "{mode} erf({x:e}) by regions");
+                }
+            }
+            // `1 + erf` by regions gives 2 there without `erfc`, for a positive `x` only.
+            for b in (lo..=hi).chain((hi..=0x7F80_0000).step_by(4099)) {
+                let x = f32::from_bits(b);
+                assert_eq!(one_plus_erf_at::<L, M>(l, x), 2.0, "{mode} 1 + erf({x:e})");
                 assert_eq!(
-                    erf::<Scalar, Fast>(l, x),
-                    1f32.copysign(x),
-                    "fast erf({x:e})"
+                    one_plus_erf_by_regions_at::<L, M>(l, x),
+                    2.0,
+                    "{mode} 1 + erf({x:e})"
                 );
-                let by_regions = Erf::<Exact>::by_regions(l, x);
-                assert_eq!(by_regions, 1f32.copysign(x), "erf({x:e}) by regions");
-                let by_regions = Erf::<Fast>::by_regions(l, x);
-                assert_eq!(by_regions, 1f32.copysign(x), "fast erf({x:e}) by regions");
+            }
+            for b in (0..=u32::MAX)
+                .step_by(9973)
+                .chain([f32::NEG_INFINITY.to_bits()])
+            {
+                let x = f32::from_bits(b);
+                let (got, want) = (
+                    one_plus_erf_by_regions_at::<L, M>(l, x),
+                    one_plus_erf_at::<L, M>(l, x),
+                );
+                assert_eq!(got.to_bits(), want.to_bits(), "{mode} 1 + erf({x:e})");
+            }
+            for b in (0..=u32::MAX).step_by(9973) {
+                let x = f32::from_bits(b);
+                let (got, want) = (erf_by_regions_at::<L, M>(l, x), erf_at::<L, M>(l, x));
+                assert_eq!(got.to_bits(), want.to_bits(), "{mode} erf({x:e})");
             }
         }
-        // `1 + erf` by regions gives 2 there without `erfc`, for a positive `x` only.
-        for b in (lo..=hi).chain((hi..=0x7F80_0000).step_by(4099)) {
-            let x = f32::from_bits(b);
-            assert_eq!(one_plus_erf::<Scalar, Exact>(l, x), 2.0, "1 + erf({x:e})");
-            assert_eq!(
-                one_plus_erf::<Scalar, Fast>(l, x),
-                2.0,
-                "fast 1 + erf({x:e})"
-            );
-            assert_eq!(OnePlusErf::<Exact>::by_regions(l, x), 2.0, "1 + erf({x:e})");
-            assert_eq!(
-                OnePlusErf::<Fast>::by_regions(l, x),
-                2.0,
-                "fast 1 + erf({x:e})"
-            );
-        }
-        for b in (0..=u32::MAX)
-            .step_by(9973)
-            .chain([f32::NEG_INFINITY.to_bits()])
-        {
-            let x = f32::from_bits(b);
-            let (got, want) = (
-                OnePlusErf::<Exact>::by_regions(l, x),
-                one_plus_erf::<Scalar, Exact>(l, x),
-            );
-            assert_eq!(got.to_bits(), want.to_bits(), "1 + erf({x:e})");
-            let (got, want) = (
-                OnePlusErf::<Fast>::by_regions(l, x),
-                one_plus_erf::<Scalar, Fast>(l, x),
-            );
-            assert_eq!(got.to_bits(), want.to_bits(), "fast 1 + erf({x:e})");
-        }
-        for b in (0..=u32::MAX).step_by(9973) {
-            let x = f32::from_bits(b);
-            let (got, want) = (Erf::<Exact>::by_regions(l, x), erf::<Scalar, Exact>(l, x));
-            assert_eq!(got.to_bits(), want.to_bits(), "erf({x:e})");
-            let (got, want) = (Erf::<Fast>::by_regions(l, x), erf::<Scalar, Fast>(l, x));
-            assert_eq!(got.to_bits(), want.to_bits(), "fast erf({x:e})");
-        }
+    }
+
+    // The functions of one `x` on the scalar lane type, as functions (inlined into the
+    // trampoline) rather than closures, which the compiler leaves out of line when they are
+    // called more than once, compiled without FMA.
+
+    #[inline(always)]
+    fn lane0<L: Lanes>(l: L, v: L::F) -> f32 {
+        f32::from_bits(lane_bits(l, v, 0))
+    }
+
+    #[inline(always)]
+    fn erf_at<L: Lanes, M: Mode>(l: L, x: f32) -> f32 {
+        lane0(l, erf::<L, M>(l, l.splat(x)))
+    }
+
+    #[inline(always)]
+    fn erf_by_regions_at<L: Lanes, M: Mode>(l: L, x: f32) -> f32 {
+        lane0(l, Erf::<M>::by_regions(l, l.splat(x)))
+    }
+
+    #[inline(always)]
+    fn one_plus_erf_at<L: Lanes, M: Mode>(l: L, x: f32) -> f32 {
+        lane0(l, one_plus_erf::<L, M>(l, l.splat(x)))
+    }
+
+    #[inline(always)]
+    fn one_plus_erf_by_regions_at<L: Lanes, M: Mode>(l: L, x: f32) -> f32 {
+        lane0(l, OnePlusErf::<M>::by_regions(l, l.splat(x)))
     }
 
     /// The fast erf as written before it clamped with `min`: a select of the clamp, and of 1
     /// where `|x| >= 3.92` or the rational exceeds 1.
+    #[inline(always)]
     fn erf_rational_by_selects<L: Lanes>(l: L, x: L::F) -> L::F {
         let ax = abs(l, x);
         let clamp = l.splat(ERF_FAST_CLAMP);
@@ -407,23 +434,29 @@ pub mod tests {
     /// `[3, 4.5]` (both signs: the clamp and where the rational reaches 1), every 1021st float
     /// elsewhere, and the special values.
     pub fn clamp_by_min_is_the_select_form() {
-        use crate::lanes::{Isa, LaneOp};
-        struct Both<'a>(&'a [f32]);
+        /// `erf_rational` and the select form of every `x` of `xs`, a register at a time, as
+        /// bits.
+        struct Both<'a> {
+            xs: &'a [f32],
+            by_min: &'a mut [u32],
+            by_selects: &'a mut [u32],
+        }
         impl LaneOp for Both<'_> {
-            type Output = Vec<(u32, u32)>;
-            fn run<L: Lanes, M: Mode>(self, l: L) -> Vec<(u32, u32)> {
-                self.0
-                    .chunks(L::WIDTH)
-                    .flat_map(|c| {
-                        let x = l.load_partial(c, 0.0);
-                        let (mut a, mut b) = ([0f32; 16], [0f32; 16]);
-                        l.store(erf_rational(l, x), &mut a);
-                        l.store(erf_rational_by_selects(l, x), &mut b);
-                        (0..c.len())
-                            .map(|i| (a[i].to_bits(), b[i].to_bits()))
-                            .collect::<Vec<_>>()
-                    })
-                    .collect()
+            type Output = ();
+            // Inlined into the trampoline, with plain loops (see `LaneOp`).
+            #[inline(always)]
+            fn run<L: Lanes, M: Mode>(self, l: L) {
+                let outs = self.by_min.chunks_mut(L::WIDTH);
+                let outs = outs.zip(self.by_selects.chunks_mut(L::WIDTH));
+                for (c, (by_min, by_selects)) in self.xs.chunks(L::WIDTH).zip(outs) {
+                    let x = l.load_partial(c, 0.0);
+                    let (mut a, mut b) = ([0f32; MAX_WIDTH], [0f32; MAX_WIDTH]);
+                    l.store(erf_rational(l, x), &mut a);
+                    l.store(erf_rational_by_selects(l, x), &mut b);
+                    for i in 0..c.len() {
+                        (by_min[i], by_selects[i]) = (a[i].to_bits(), b[i].to_bits());
+                    }
+                }
             }
         }
         let (lo, hi) = (3.0f32.to_bits(), 4.5f32.to_bits());
@@ -444,10 +477,20 @@ pub mod tests {
             .chain(specials)
             .map(f32::from_bits)
             .collect();
+        // A chunk at a time (whole registers: the registers of the whole input).
+        let (mut by_min, mut by_selects) = (vec![0u32; CHUNK], vec![0u32; CHUNK]);
         for isa in Isa::available() {
             let s = isa.supported().unwrap();
-            for (i, (got, want)) in s.dispatch::<Fast, _>(Both(&xs)).into_iter().enumerate() {
-                assert_eq!(got, want, "{isa} erf_rational({:e})", xs[i]);
+            for xs in xs.chunks(CHUNK) {
+                let (by_min, by_selects) = (&mut by_min[..xs.len()], &mut by_selects[..xs.len()]);
+                s.dispatch::<Fast, _>(Both {
+                    xs,
+                    by_min,
+                    by_selects,
+                });
+                for ((x, got), want) in xs.iter().zip(&*by_min).zip(&*by_selects) {
+                    assert_eq!(got, want, "{isa} erf_rational({x:e})");
+                }
             }
         }
     }
@@ -462,7 +505,7 @@ pub mod tests {
         let xs = both_signs_and_a_sweep(
             (3.0f32.to_bits()..=4.5f32.to_bits()).chain([f32::INFINITY.to_bits()]),
         );
-        assert_clean_form_is_general_form::<ErfRational>(&xs);
+        assert_clean_form_is_general_form::<ErfRational>(&xs, |_, _, _| {});
     }
 
     pub fn constants_have_their_bit_patterns() {

@@ -179,8 +179,8 @@ kernel_type!(
 #[doc(hidden)]
 pub mod tests {
     use super::*;
-    use crate::lanes::Exact;
-    use crate::lanes::Scalar;
+    use crate::lanes::{Exact, Isa, LaneOp};
+    use crate::ops::clean_form_test::lane_bits;
 
     /// The exact tanh-form GELU of a register of `|x| < GELU_TANH_IN_RANGE` (one test, no
     /// select, the exp untested) gives the general form's bits: every float of `[8.5, 9.5]` and
@@ -203,27 +203,54 @@ pub mod tests {
     /// and at a sample of larger ones, in both modes; elsewhere the two agree bit for bit on
     /// every 9973rd float.
     pub fn the_regions_form_is_the_spec_form() {
-        fn check<M: Mode>(name: &str) {
-            let l = Scalar::new();
+        let scalar = Isa::Scalar.supported().unwrap();
+        scalar.dispatch::<Exact, _>(RegionsAndSpec);
+        scalar.dispatch::<Fast, _>(RegionsAndSpec);
+    }
+
+    /// The checks of [`the_regions_form_is_the_spec_form`] in the mode of the dispatch, on the
+    /// scalar lane type. Dispatched, not called, so that fast mode's fused multiply-add is the
+    /// instruction where the CPU has FMA (as in the crate's own scalar path), not a call to a
+    /// software fma per step.
+    struct RegionsAndSpec;
+
+    impl LaneOp for RegionsAndSpec {
+        type Output = ();
+        #[inline(always)]
+        fn run<L: Lanes, M: Mode>(self, l: L) {
+            assert_eq!(L::WIDTH, 1, "the spec's form on the scalar lane type");
+            let name = if M::FAST { "fused gelu" } else { "gelu" };
             let (lo, hi) = (5.6f32.to_bits(), 16f32.to_bits());
             for b in (lo..=hi).chain((hi..0x7F80_0000).step_by(4099)) {
                 let x = f32::from_bits(b);
                 let want = (0.5 * x) * 2.0;
-                assert_eq!(gelu_erf::<Scalar, M>(l, x), want, "{name}({x:e})");
+                assert_eq!(gelu_erf_at::<L, M>(l, x), want, "{name}({x:e})");
                 assert_eq!(
-                    GeluErf::<M>::by_regions(l, x),
+                    by_regions_at::<L, M>(l, x),
                     want,
                     "{name}({x:e}) by regions"
                 );
             }
             for b in (0..=u32::MAX).step_by(9973) {
                 let x = f32::from_bits(b);
-                let (got, want) = (GeluErf::<M>::by_regions(l, x), gelu_erf::<Scalar, M>(l, x));
+                let (got, want) = (by_regions_at::<L, M>(l, x), gelu_erf_at::<L, M>(l, x));
                 assert_eq!(got.to_bits(), want.to_bits(), "{name}({x:e})");
             }
         }
-        check::<Exact>("gelu");
-        check::<Fast>("fused gelu");
+    }
+
+    // The functions of one `x` on the scalar lane type, as functions (inlined into the
+    // trampoline) rather than closures, which the compiler leaves out of line when they are
+    // called more than once, compiled without FMA.
+
+    #[inline(always)]
+    fn gelu_erf_at<L: Lanes, M: Mode>(l: L, x: f32) -> f32 {
+        f32::from_bits(lane_bits(l, gelu_erf::<L, M>(l, l.splat(x)), 0))
+    }
+
+    #[inline(always)]
+    fn by_regions_at<L: Lanes, M: Mode>(l: L, x: f32) -> f32 {
+        f32::from_bits(lane_bits(l, GeluErf::<M>::by_regions(l, l.splat(x)), 0))
     }
 
     pub fn constants_have_their_bit_patterns() {

@@ -41,6 +41,7 @@ pub trait TwoRegions: Kernel {
     /// it (a formula no lane needs is skipped, its value a placeholder `finish` never picks).
     /// What the sorted form computes per lane; the tests hold the register form to it.
     #[cfg(feature = "unit-tests")]
+    #[inline(always)]
     fn by_regions<L: Lanes>(l: L, x: L::F) -> L::F {
         let arg = Self::arg(l, x);
         let (in_a, in_b) = Self::regions(l, x, arg);

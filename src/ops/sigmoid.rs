@@ -90,24 +90,25 @@ pub mod tests {
 
     impl LaneOp for BothPaths<'_> {
         type Output = Vec<(u32, u32, bool)>;
+        // Inlined into the trampoline, with plain loops (see `LaneOp`).
+        #[inline(always)]
         fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let lane = |v: L::F, i: usize| lane_bits(l, v, i);
-            self.0
-                .iter()
-                .map(|&(x, z)| {
-                    let (alone, clean) = fast_over_one_plus_exp_neg(l, l.splat(x), l.splat(z));
-                    let mut zs = [z; 16];
-                    zs[0] = f32::NAN;
-                    let (beside_nan, dirty) =
-                        fast_over_one_plus_exp_neg(l, l.splat(x), l.load(&zs));
-                    if L::WIDTH == 1 {
-                        // One lane: no register beside a NaN; compare the form with itself.
-                        return (lane(alone, 0), lane(alone, 0), clean);
-                    }
-                    assert!(!dirty, "a NaN lane takes the clamped form");
-                    (lane(alone, 0), lane(beside_nan, 1), clean)
-                })
-                .collect()
+            let mut out = Vec::with_capacity(self.0.len());
+            for &(x, z) in self.0 {
+                let (alone, clean) = fast_over_one_plus_exp_neg(l, l.splat(x), l.splat(z));
+                let mut zs = [z; 16];
+                zs[0] = f32::NAN;
+                let (beside_nan, dirty) = fast_over_one_plus_exp_neg(l, l.splat(x), l.load(&zs));
+                if L::WIDTH == 1 {
+                    // One lane: no register beside a NaN; compare the form with itself.
+                    out.push((lane(alone, 0), lane(alone, 0), clean));
+                    continue;
+                }
+                assert!(!dirty, "a NaN lane takes the clamped form");
+                out.push((lane(alone, 0), lane(beside_nan, 1), clean));
+            }
+            out
         }
     }
 
@@ -144,6 +145,7 @@ pub mod tests {
     }
 
     /// [`sigmoid_of_number`] as the spec writes it: `s = exp(0 - |x|)`, `x >= 0 ? 1 : s`.
+    #[inline(always)]
     fn sigmoid_of_number_as_spec<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F) -> L::F {
         let one = l.splat(1.0);
         let nax = l.sub(l.splat(0.0), crate::ops::abs(l, x));
@@ -163,6 +165,8 @@ pub mod tests {
 
     impl LaneOp for SignBitAndSpec<'_> {
         type Output = Vec<(f32, u32, u32)>;
+        // Inlined into the trampoline, with plain loops (see `LaneOp`).
+        #[inline(always)]
         fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let mut out = Vec::new();
             for c in self.0.chunks(L::WIDTH) {

@@ -386,7 +386,9 @@ fused_kernel_type!(
 pub mod tests {
     use super::*;
     use crate::lanes::{Isa, LaneOp};
-    use crate::ops::clean_form_test::{assert_clean_form_is_general_form, both_signs_and_a_sweep};
+    use crate::ops::clean_form_test::{
+        CHUNK, assert_clean_form_is_general_form, both_signs_and_a_sweep,
+    };
 
     /// The exact tanh of `|x|` by both branches in one pass and by the spec's two branches and
     /// a select, register by register, as bit pairs (lanes past the end of `xs` left out).
@@ -394,6 +396,8 @@ pub mod tests {
 
     impl LaneOp for OnePassAndTwoBranches<'_> {
         type Output = Vec<(u32, u32)>;
+        // Inlined into the trampoline, with plain loops (see `LaneOp`).
+        #[inline(always)]
         fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let mut out = Vec::new();
             for chunk in self.0.chunks(L::WIDTH) {
@@ -407,7 +411,9 @@ pub mod tests {
                 );
                 l.store(one_pass, &mut a);
                 l.store(two, &mut b);
-                out.extend((0..chunk.len()).map(|i| (a[i].to_bits(), b[i].to_bits())));
+                for i in 0..chunk.len() {
+                    out.push((a[i].to_bits(), b[i].to_bits()));
+                }
             }
             out
         }
@@ -427,12 +433,16 @@ pub mod tests {
         let mixed = xs.iter().filter(|x| x.abs() < TANH_SMALL).count();
         assert!(mixed > 1_000 && mixed < xs.len() - 1_000, "{mixed}");
         for isa in Isa::available() {
-            let pairs = isa
-                .supported()
-                .unwrap()
-                .dispatch::<Exact, _>(OnePassAndTwoBranches(&xs));
-            for (&x, (one_pass, two)) in xs.iter().zip(pairs) {
-                assert_eq!(one_pass, two, "{isa}: x {x:e}");
+            // A chunk at a time (whole registers: the registers of the whole input).
+            for xs in xs.chunks(CHUNK) {
+                let pairs = isa
+                    .supported()
+                    .unwrap()
+                    .dispatch::<Exact, _>(OnePassAndTwoBranches(xs));
+                assert_eq!(pairs.len(), xs.len());
+                for (&x, (one_pass, two)) in xs.iter().zip(pairs) {
+                    assert_eq!(one_pass, two, "{isa}: x {x:e}");
+                }
             }
         }
     }
@@ -443,6 +453,8 @@ pub mod tests {
 
     impl LaneOp for ByStageAndGeneral<'_> {
         type Output = Vec<(f32, u32, u32)>;
+        // Inlined into the trampoline, with plain loops (see `LaneOp`).
+        #[inline(always)]
         fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
             let w = L::WIDTH;
             let mut out = Vec::new();
@@ -459,7 +471,9 @@ pub mod tests {
                     );
                     l.store(by_stage[i], &mut a);
                     l.store(tanh(l, x), &mut b);
-                    out.extend((0..w).map(|k| (set[i * w + k], a[k].to_bits(), b[k].to_bits())));
+                    for k in 0..w {
+                        out.push((set[i * w + k], a[k].to_bits(), b[k].to_bits()));
+                    }
                 }
             }
             out
@@ -504,14 +518,19 @@ pub mod tests {
         let small = xs.iter().filter(|x| x.abs() < TANH_SMALL).count();
         assert!(small > 10_000 && small < xs.len() - 10_000, "{small}");
         for isa in Isa::available() {
-            let triples = isa
-                .supported()
-                .unwrap()
-                .dispatch::<Exact, _>(ByStageAndGeneral(&xs));
-            assert!(triples.len() > xs.len() - 4 * crate::lanes::MAX_WIDTH);
-            for (x, by_stage, general) in triples {
-                assert_eq!(by_stage, general, "{isa}: x {x:e}");
+            // A chunk at a time (whole sets of four registers: the sets of the whole input).
+            let mut compared = 0;
+            for xs in xs.chunks(CHUNK) {
+                let triples = isa
+                    .supported()
+                    .unwrap()
+                    .dispatch::<Exact, _>(ByStageAndGeneral(xs));
+                compared += triples.len();
+                for (x, by_stage, general) in triples {
+                    assert_eq!(by_stage, general, "{isa}: x {x:e}");
+                }
             }
+            assert!(compared > xs.len() - 4 * crate::lanes::MAX_WIDTH);
         }
     }
 
@@ -565,11 +584,13 @@ pub mod tests {
     pub fn the_fast_tanh_clean_form_is_the_clamped_form() {
         let around_clamp = 8.9f32.to_bits()..=9.1f32.to_bits();
         let xs = both_signs_and_a_sweep(around_clamp.chain(0..=4_096));
-        for (isa, x, y) in assert_clean_form_is_general_form::<TanhRational>(&xs) {
-            if x.abs() >= TANH_FAST_CLAMP {
-                assert_eq!(f32::from_bits(y), 1f32.copysign(x), "{isa}: x {x:e}");
+        assert_clean_form_is_general_form::<TanhRational>(&xs, |isa, xs, ys| {
+            for (&x, &y) in xs.iter().zip(ys) {
+                if x.abs() >= TANH_FAST_CLAMP {
+                    assert_eq!(f32::from_bits(y), 1f32.copysign(x), "{isa}: x {x:e}");
+                }
             }
-        }
+        });
     }
 
     /// Exact tanh: a register of `|x| < TANH_IN_RANGE` (one test, no NaN select, the exp
