@@ -115,6 +115,24 @@ pub fn float_range(lo: f32, hi: f32, step: usize) -> Vec<f32> {
     (a..=b).step_by(step).map(unordered).collect()
 }
 
+/// [`float_range`] in pieces of at most `n` floats, in order: for sweeps too long to hold
+/// (with their outputs, on every instruction set) at once.
+pub fn float_range_pieces(
+    lo: f32,
+    hi: f32,
+    step: usize,
+    n: usize,
+) -> impl Iterator<Item = Vec<f32>> {
+    let (a, b) = (ordered(lo), ordered(hi));
+    let span = (step * (n - 1)) as i64;
+    (a..=b).step_by(step * n).map(move |start| {
+        (start..=b.min(start + span))
+            .step_by(step)
+            .map(unordered)
+            .collect()
+    })
+}
+
 fn ordered(x: f32) -> i64 {
     let b = x.to_bits() as i32;
     if b < 0 {
