@@ -317,6 +317,11 @@ fn tanh_by_register<L: Lanes, const N: usize>(l: L, x: [L::F; N]) -> [L::F; N] {
 
 /// From this `|x|` on, fast mode's tanh is `+-1` (`tanh` rounds to 1 in f32 from 9.011 on).
 pub const TANH_FAST_CLAMP: f32 = 9.02;
+/// Below this `|x|` the fast tanh's rational `c P(c^2) / Q(c^2)` (fused Horner steps) is at
+/// most 1, so its minimum with 1 changes nothing: a scan of every float of `[0, 9.02]` found
+/// it above 1 first at `c = 8.168975` (`0x4102B41F`), and the test
+/// `the_fast_tanh_clean_form_is_the_clamped_form` checks every float of `[7.5, 8.25]`.
+pub const TANH_FAST_UNCLAMPED: f32 = 8.0;
 /// `P(z)` of the fast tanh, highest first, `P(0) = 1`: `tools/erf_rational/fit.py tanh 4 4`
 /// (rational Remez, minimax *relative* error of `c P(c^2)/Q(c^2)` against `tanh(c)` on
 /// `[0, 9.02]`): 2.1e-8 as fitted, 4.9e-8 with the coefficients rounded to f32, 4.7 ulp
@@ -344,16 +349,20 @@ pub const TANH_FAST_Q: [f32; 5] = [
 /// for NaN. One rational over the whole range: no branch, no exp, and no cancellation near 0
 /// (`c P/Q` is `c` times a number near 1 there). Bound and measurement: ACCURACY.md.
 ///
-/// A register (or group) whose lanes all have `|x| < 9.02` (no NaN, no clamp) takes the clean
-/// form: the rational of `|x|`, its minimum with 1 and the sign, with no clamp and no select,
-/// which change nothing there. The selects were a measurable share of the time: their
-/// compares take slots on the pipes of the fused steps.
+/// A register (or group) whose lanes all have `|x| < 8` ([`TANH_FAST_UNCLAMPED`]: no NaN, no
+/// clamp, and a rational of at most 1) takes the clean form: `x P(z) / Q(z)` of `x` itself,
+/// with no clamp, no select, no minimum and no sign handling, which change nothing there. The
+/// selects were a measurable share of the time: their compares take slots on the pipes of the
+/// fused steps. The rational of `x` is that of `|x|` with the sign of `x`: `z = x*x` is
+/// `|x|*|x|`, and the product `x * P` and the quotient round symmetrically, so their sign is
+/// that of `x` (`-0` for `x = -0`, as `+0` with the sign OR-ed in).
 #[inline(always)]
 pub fn tanh_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     // One test per register (per group, where the map runs a group as one lane type): when
-    // every `|x| < 9.02` (a NaN is not), the clamp and both selects below change nothing.
-    if all_abs_below(l, x, TANH_FAST_CLAMP) {
-        return l.or(rational_tanh_of_abs(l, abs(l, x)), sign_bit(l, x));
+    // every `|x| < 8` (a NaN is not), the clamp, both selects, the minimum with 1, the absolute
+    // value and the sign below change nothing.
+    if all_abs_below(l, x, TANH_FAST_UNCLAMPED) {
+        return rational_tanh(l, x);
     }
     let ax = abs(l, x);
     // `min(NaN, clamp)` is the clamp: a NaN lane computes a number until the last select.
@@ -366,14 +375,20 @@ pub fn tanh_rational<L: Lanes>(l: L, x: L::F) -> L::F {
     nan_where_nan(l, x, y)
 }
 
-/// `min(c P(z) / Q(z), 1)`, `z = c*c`, fused Horner steps: [`tanh_rational`] of a `c` in
-/// `[0, TANH_FAST_CLAMP]`.
+/// `min(c P(z) / Q(z), 1)`: [`tanh_rational`] of a `c` in `[0, TANH_FAST_CLAMP]`.
 #[inline(always)]
 fn rational_tanh_of_abs<L: Lanes>(l: L, c: L::F) -> L::F {
+    l.min(rational_tanh(l, c), l.splat(1.0))
+}
+
+/// `c P(z) / Q(z)`, `z = c*c`, fused Horner steps, of any `c` of `|c| <= TANH_FAST_CLAMP`: an
+/// odd function of `c`, bit for bit (see [`tanh_rational`]).
+#[inline(always)]
+fn rational_tanh<L: Lanes>(l: L, c: L::F) -> L::F {
     let z = l.mul(c, c);
     let p = horner::<L, crate::lanes::Fast, 5>(l, z, &TANH_FAST_P);
     let q = horner::<L, crate::lanes::Fast, 5>(l, z, &TANH_FAST_Q);
-    l.min(l.div(l.mul(c, p), q), l.splat(1.0))
+    l.div(l.mul(c, p), q)
 }
 
 fused_kernel_type!(
@@ -578,12 +593,15 @@ pub mod tests {
         }
     }
 
-    /// The fast tanh's clean form gives the clamped form's bits wherever it runs: every float
-    /// of `[8.9, 9.1]` and the 4,097 smallest, both signs, and a sparse sweep of all floats, on every
-    /// lane type wider than one; and `+-1` from the clamp on.
+    /// The fast tanh's clean form (the rational of `x` itself, no minimum with 1) gives the
+    /// clamped form's bits wherever it runs: every float of `[7.5, 8.25]` (below
+    /// `TANH_FAST_UNCLAMPED`, where the rational nears 1, and past it), of `[8.9, 9.1]` and the
+    /// 4,097 smallest, both signs, and a sparse sweep of all floats, on every lane type wider
+    /// than one; and `+-1` from the clamp on.
     pub fn the_fast_tanh_clean_form_is_the_clamped_form() {
+        let near_one = 7.5f32.to_bits()..=8.25f32.to_bits();
         let around_clamp = 8.9f32.to_bits()..=9.1f32.to_bits();
-        let xs = both_signs_and_a_sweep(around_clamp.chain(0..=4_096));
+        let xs = both_signs_and_a_sweep(near_one.chain(around_clamp).chain(0..=4_096));
         assert_clean_form_is_general_form::<TanhRational>(&xs, |isa, xs, ys| {
             for (&x, &y) in xs.iter().zip(ys) {
                 if x.abs() >= TANH_FAST_CLAMP {
@@ -628,6 +646,7 @@ pub mod tests {
             ]
         );
         assert_eq!(TANH_FAST_CLAMP.to_bits(), 0x4110_51EC);
+        assert_eq!(TANH_FAST_UNCLAMPED.to_bits(), 0x4100_0000);
         assert_eq!(TANH_SMALL.to_bits(), 0x3F19_999A);
         let p: Vec<u32> = TANH_P.iter().map(|c| c.to_bits()).collect();
         assert_eq!(
