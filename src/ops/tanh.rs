@@ -7,9 +7,7 @@
 
 use super::exp::{EXP_ONE_SCALE, EXP_Q, exp_in, exp_in_range, reduce_arg, scale_exact};
 use super::map::{map_lanes, map_lanes_in_place, map_register_arrays};
-use super::{
-    Kernel, SrcDst, abs, all_abs_below, fused_kernel_type, horner, nan_where_nan, sign_bit,
-};
+use super::{Kernel, SrcDst, abs, all_abs_below, horner, nan_where_nan, sign_bit};
 use crate::lanes::{Exact, Lanes, Mode};
 
 /// Below this `|x|` the polynomial branch runs.
@@ -391,10 +389,59 @@ fn rational_tanh<L: Lanes>(l: L, c: L::F) -> L::F {
     l.div(l.mul(c, p), q)
 }
 
-fused_kernel_type!(
-    /// Kernel of [`tanh_rational`] (always fused).
-    TanhRational => tanh_rational
-);
+/// Kernel of [`tanh_rational`] (always fused).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TanhRational;
+
+impl Kernel for TanhRational {
+    type Mode = crate::lanes::Fast;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        tanh_rational(l, x)
+    }
+    /// On AVX2 two registers at a time by [`tanh_rational_of_set`], elsewhere a group at a time.
+    #[inline(always)]
+    fn map<L: Lanes>(l: L, io: SrcDst<'_>) {
+        if L::WIDTH == 8 && !L::CHEAP_SELECT {
+            return map_register_arrays::<L, 2>(
+                l,
+                io,
+                #[inline(always)]
+                |x| tanh_rational_of_set(l, x),
+                #[inline(always)]
+                |x| tanh_rational(l, x),
+            );
+        }
+        match io.src {
+            Some(src) => map_lanes::<L, Self>(l, src, io.dst),
+            None => map_lanes_in_place::<L, Self>(l, io.dst),
+        }
+    }
+}
+
+/// [`tanh_rational`] of `N` registers, bit for bit: one range test for all `N` (every
+/// `|x| < TANH_FAST_UNCLAMPED`: the clean form), any other set register by register.
+///
+/// Why not AVX2's group of four: there the clean form's values (`x`, `z = x*x` and both Horner
+/// accumulators, four registers each) and the constants outgrow the 16 ymm registers, and the
+/// compiler spills the `x`s (kept for the numerator and for the general form's branch); a
+/// spilled register costs a store, on this loop's busiest pipes. Two at a time fit.
+#[inline(always)]
+fn tanh_rational_of_set<L: Lanes, const N: usize>(l: L, x: [L::F; N]) -> [L::F; N] {
+    let mut in_range = true;
+    for &x in &x {
+        in_range &= all_abs_below(l, x, TANH_FAST_UNCLAMPED);
+    }
+    let mut y = x;
+    for y in &mut y {
+        *y = if in_range {
+            rational_tanh(l, *y)
+        } else {
+            tanh_rational(l, *y)
+        };
+    }
+    y
+}
 
 #[cfg(feature = "unit-tests")]
 #[doc(hidden)]
@@ -580,6 +627,50 @@ pub mod tests {
                 map_slice::<Exact>(Func::Tanh, isa_ok, src, &mut got);
                 let mut in_place = src.to_vec();
                 map_slice_in_place::<Exact>(Func::Tanh, isa_ok, &mut in_place);
+                for (i, w) in want.iter().enumerate() {
+                    assert_eq!(got[i].to_bits(), w.to_bits(), "{isa}: tanh({:e})", src[i]);
+                    assert_eq!(
+                        in_place[i].to_bits(),
+                        w.to_bits(),
+                        "{isa} in place: {:e}",
+                        src[i]
+                    );
+                }
+            }
+        }
+    }
+
+    /// The slice map of the fast tanh (two registers at a time on AVX2, by
+    /// `tanh_rational_of_set`) gives the scalar bits on every instruction set, out of place and
+    /// in place: sets all in the clean form's range, sets with a lane from 8 on (the clamped
+    /// form) in one register or both, with a NaN or an infinity among them, and lengths that
+    /// end inside a register and inside a set of two.
+    pub fn the_fast_slice_map_gives_the_scalar_bits() {
+        use crate::lanes::Fast;
+        use crate::ops::func::{Func, map_slice, map_slice_in_place};
+        let mut src: Vec<f32> = (0..4_096)
+            .map(|i| -8.5 + 17.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+            .collect();
+        src.extend((0..256).map(|i| 7.99 + i as f32 / 1_024.0));
+        src.extend((0..256).map(|i| if i % 24 == 5 { -8.0 } else { 0.5 }));
+        for (k, special) in [f32::NAN, f32::INFINITY, -9.5, 9.02, -0.0, 1e-40]
+            .into_iter()
+            .enumerate()
+        {
+            src[4_096 + 97 * k] = special;
+            src[300 * k + 7] = special;
+        }
+        let scalar = Isa::Scalar.supported().unwrap();
+        for n in [src.len(), src.len() - 1, 35, 23, 16, 9, 3] {
+            let src = &src[src.len() - n..];
+            let mut want = vec![0f32; n];
+            map_slice::<Fast>(Func::Tanh, scalar, src, &mut want);
+            for isa in Isa::available() {
+                let isa_ok = isa.supported().unwrap();
+                let mut got = vec![0f32; n];
+                map_slice::<Fast>(Func::Tanh, isa_ok, src, &mut got);
+                let mut in_place = src.to_vec();
+                map_slice_in_place::<Fast>(Func::Tanh, isa_ok, &mut in_place);
                 for (i, w) in want.iter().enumerate() {
                     assert_eq!(got[i].to_bits(), w.to_bits(), "{isa}: tanh({:e})", src[i]);
                     assert_eq!(

@@ -115,6 +115,7 @@ unit_tests! {
         both_branches_in_one_pass_are_the_two_branch_form,
         the_slice_map_gives_the_scalar_bits,
         the_stage_form_is_the_general_form,
+        the_fast_slice_map_gives_the_scalar_bits,
         the_fast_tanh_clean_form_is_the_clamped_form,
         the_exact_in_range_form_is_the_general_form,
         constants_have_their_bit_patterns,
