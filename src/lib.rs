@@ -66,7 +66,6 @@ pub mod unit_tests {
     pub use crate::ops::nan::tests as ops_nan;
     pub use crate::ops::pooling::tests as ops_pooling;
     pub use crate::ops::reduce::tests as ops_reduce;
-    pub use crate::ops::regions::tests as ops_regions;
     pub use crate::ops::sigmoid::tests as ops_sigmoid;
     pub use crate::ops::silu::tests as ops_silu;
     pub use crate::ops::softmax::online::tests as ops_softmax_online;

@@ -571,4 +571,15 @@ pub mod tests {
         ];
         assert_eq!(g, want);
     }
+
+    /// Erf sorted by regions gives the bits of its register form (the spec's form) in both
+    /// modes, on every lane type, in place and into another slice, on every input of the
+    /// regions tests' [`inputs`](crate::ops::regions::tests::inputs).
+    pub fn sorting_by_regions_changes_no_bit() {
+        use crate::ops::regions::tests::{inputs, sorted_equals_by_register};
+        for src in inputs() {
+            sorted_equals_by_register::<Erf<Exact>>("exact erf", &src);
+            sorted_equals_by_register::<Erf<Fast>>("fast erf", &src);
+        }
+    }
 }

@@ -266,4 +266,91 @@ pub mod tests {
             }
         }
     }
+
+    /// `func` in mode `M` through the slice maps, into another slice and in place, on every
+    /// instruction set gives the scalar path's bits, on the last `n` elements of `src` for each
+    /// `n` of `lengths`.
+    fn slice_maps_give_the_scalar_bits<M: Mode>(func: Func, src: &[f32], lengths: &[usize]) {
+        let scalar = Isa::Scalar.supported().unwrap();
+        for &n in lengths {
+            let src = &src[src.len() - n..];
+            let mut want = vec![0f32; n];
+            map_slice::<M>(func, scalar, src, &mut want);
+            for isa in Isa::available() {
+                let isa_ok = isa.supported().unwrap();
+                let mut got = vec![0f32; n];
+                map_slice::<M>(func, isa_ok, src, &mut got);
+                let mut in_place = src.to_vec();
+                map_slice_in_place::<M>(func, isa_ok, &mut in_place);
+                for (i, w) in want.iter().enumerate() {
+                    let name = format!("{isa}: {}({:e}) at {i}", func.name(), src[i]);
+                    assert_eq!(got[i].to_bits(), w.to_bits(), "{name}");
+                    assert_eq!(in_place[i].to_bits(), w.to_bits(), "{name} in place");
+                }
+            }
+        }
+    }
+
+    /// The slice map of the exact tanh (four registers at a time on AVX2, by
+    /// `tanh_by_register`) gives the scalar bits on every instruction set, out of place and in
+    /// place: register sets all of the polynomial branch, all of the exp branch, mixed in some
+    /// registers only, with a NaN, an infinity or a value past `TANH_IN_RANGE` among them,
+    /// and lengths that end inside a register and inside a set of four.
+    pub fn the_exact_tanh_slice_map_gives_the_scalar_bits() {
+        let mut src: Vec<f32> = (0..4_096)
+            .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+            .collect();
+        src.extend((0..256).map(|i| 0.59 - i as f32 / 512.0));
+        src.extend((0..256).map(|i| 0.61 + i as f32 / 64.0));
+        src.extend((0..256).map(|i| if i % 32 == 5 { 0.3 } else { 2.0 }));
+        for (k, special) in [f32::NAN, f32::INFINITY, -50.0, 43.0, -0.0, 1e-40]
+            .into_iter()
+            .enumerate()
+        {
+            src[4_096 + 97 * k] = special;
+            src[300 * k + 7] = special;
+        }
+        let lengths = [src.len(), src.len() - 1, 35, 31, 8, 3];
+        slice_maps_give_the_scalar_bits::<Exact>(Func::Tanh, &src, &lengths);
+    }
+
+    /// The slice map of the fast tanh (two registers at a time on AVX2, by
+    /// `tanh_rational_of_set`) gives the scalar bits on every instruction set, out of place and
+    /// in place: sets all in the clean form's range, sets with a lane from 8 on (the clamped
+    /// form) in one register or both, with a NaN or an infinity among them, and lengths that
+    /// end inside a register and inside a set of two.
+    pub fn the_fast_tanh_slice_map_gives_the_scalar_bits() {
+        let mut src: Vec<f32> = (0..4_096)
+            .map(|i| -8.5 + 17.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+            .collect();
+        src.extend((0..256).map(|i| 7.99 + i as f32 / 1_024.0));
+        src.extend((0..256).map(|i| if i % 24 == 5 { -8.0 } else { 0.5 }));
+        for (k, special) in [f32::NAN, f32::INFINITY, -9.5, 9.02, -0.0, 1e-40]
+            .into_iter()
+            .enumerate()
+        {
+            src[4_096 + 97 * k] = special;
+            src[300 * k + 7] = special;
+        }
+        let lengths = [src.len(), src.len() - 1, 35, 23, 16, 9, 3];
+        slice_maps_give_the_scalar_bits::<Fast>(Func::Tanh, &src, &lengths);
+    }
+
+    /// Every kernel that sorts by regions, through the slice maps (into another slice and in
+    /// place) on every instruction set, gives the bits of the scalar one, which runs the
+    /// register form: on the compressing instruction sets, the sorted form. (The register form
+    /// against the sorted one on every lane type, as erf's test does, would compile every such
+    /// kernel once more per lane type for the tests.) On every input of the regions tests'
+    /// [`inputs`](crate::ops::regions::tests::inputs).
+    pub fn sorted_kernels_give_the_scalar_bits_on_every_isa() {
+        fn check<M: Mode>() {
+            for func in [Func::Erf, Func::OnePlusErf, Func::GeluErf] {
+                for src in crate::ops::regions::tests::inputs() {
+                    slice_maps_give_the_scalar_bits::<M>(func, &src, &[src.len()]);
+                }
+            }
+        }
+        check::<Exact>();
+        check::<Fast>();
+    }
 }

@@ -222,10 +222,7 @@ fn finish_lanes<X: Lanes, R: TwoRegions>(
 #[doc(hidden)]
 pub mod tests {
     use super::*;
-    use crate::lanes::{Exact, Fast, Isa, LaneOp, Mode};
-    use crate::ops::erf::Erf;
-    use crate::ops::func::Func;
-    use crate::ops::func::{map_slice, map_slice_in_place};
+    use crate::lanes::{Isa, LaneOp, Mode};
 
     /// `R` over `src` sorted by regions (in place when `in_place`), and register by register.
     struct Both<'a, R> {
@@ -250,7 +247,10 @@ pub mod tests {
         }
     }
 
-    fn sorted_equals_by_register<R: TwoRegions>(name: &str, src: &[f32]) {
+    /// `R` sorted by regions gives the bits of its register form ([`Kernel::apply`]) on every
+    /// lane type (the compressing ones, and the others through the lane-by-lane compress and
+    /// groups of registers), in place and into another slice.
+    pub fn sorted_equals_by_register<R: TwoRegions>(name: &str, src: &[f32]) {
         for isa in Isa::available() {
             for in_place in [false, true] {
                 let (sorted, by_register) =
@@ -271,11 +271,11 @@ pub mod tests {
         }
     }
 
-    /// Inputs for the tests below, for lengths that end inside a register and inside a chunk:
+    /// Inputs for the tests of kernels sorted by regions, for lengths that end inside a register and inside a chunk:
     /// a spread where every register mixes both regions and the saturated lanes, the same with
     /// special values and region edges, runs of one region only, and chunks of mostly region B
     /// (left in the register form) between sorted ones.
-    fn inputs() -> Vec<Vec<f32>> {
+    pub fn inputs() -> Vec<Vec<f32>> {
         let specials = [
             f32::NAN,
             f32::INFINITY,
@@ -318,46 +318,5 @@ pub mod tests {
             all.extend([spread, odd, small, large, mixed]);
         }
         all
-    }
-
-    /// The sorted form gives the bits of the register form ([`Kernel::apply`]: for erf, the
-    /// spec's form) in both modes, on every lane type (the compressing ones, and the others
-    /// through the lane-by-lane compress and groups of registers), in place and into another
-    /// slice, on every input of [`inputs`].
-    pub fn sorting_by_regions_changes_no_bit() {
-        for src in inputs() {
-            sorted_equals_by_register::<Erf<Exact>>("exact erf", &src);
-            sorted_equals_by_register::<Erf<Fast>>("fast erf", &src);
-        }
-    }
-
-    /// Every kernel that sorts by regions, through the crate's slice maps (into another slice
-    /// and in place) on every instruction set, gives the bits of the scalar one, which runs the
-    /// register form: on the compressing instruction sets, the sorted form. (The register form
-    /// against the sorted one on every lane type, as above for erf, would compile every such
-    /// kernel once more per lane type for the tests: 40 s more build time.)
-    pub fn sorted_kernels_give_the_scalar_bits_on_every_isa() {
-        fn check<M: crate::lanes::Mode>(mode: &str) {
-            let scalar = Isa::Scalar.supported().unwrap();
-            for func in [Func::Erf, Func::OnePlusErf, Func::GeluErf] {
-                for src in inputs() {
-                    let mut want = vec![0f32; src.len()];
-                    map_slice::<M>(func, scalar, &src, &mut want);
-                    for isa in Isa::available() {
-                        let mut got = vec![0f32; src.len()];
-                        map_slice::<M>(func, isa.supported().unwrap(), &src, &mut got);
-                        let mut in_place = src.clone();
-                        map_slice_in_place::<M>(func, isa.supported().unwrap(), &mut in_place);
-                        for (i, w) in want.iter().enumerate() {
-                            let name = format!("{mode} {isa} {}({:e}) at {i}", func.name(), src[i]);
-                            assert_eq!(got[i].to_bits(), w.to_bits(), "{name}");
-                            assert_eq!(in_place[i].to_bits(), w.to_bits(), "{name} in place");
-                        }
-                    }
-                }
-            }
-        }
-        check::<Exact>("exact");
-        check::<Fast>("fast");
     }
 }

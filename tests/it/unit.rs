@@ -51,6 +51,7 @@ unit_tests! {
         the_regions_form_is_the_spec_form,
         clamp_by_min_is_the_select_form,
         the_fast_erf_clean_form_is_the_general_form,
+        sorting_by_regions_changes_no_bit,
         constants_have_their_bit_patterns,
     ]
     ops_exp: [
@@ -68,6 +69,9 @@ unit_tests! {
     ]
     ops_func: [
         a_group_gives_the_bits_of_its_registers_one_at_a_time,
+        the_exact_tanh_slice_map_gives_the_scalar_bits,
+        the_fast_tanh_slice_map_gives_the_scalar_bits,
+        sorted_kernels_give_the_scalar_bits_on_every_isa,
     ]
     ops_gelu: [
         the_exact_tanh_form_in_range_is_the_general_form,
@@ -87,10 +91,6 @@ unit_tests! {
     ]
     ops_reduce: [
         row_extremes_finds_both_anywhere_on_every_isa,
-    ]
-    ops_regions: [
-        sorting_by_regions_changes_no_bit,
-        sorted_kernels_give_the_scalar_bits_on_every_isa,
     ]
     ops_sigmoid: [
         the_clean_form_is_the_clamped_form_and_the_flush_is_at_the_exp_limit,
@@ -113,9 +113,7 @@ unit_tests! {
     ]
     ops_tanh: [
         both_branches_in_one_pass_are_the_two_branch_form,
-        the_slice_map_gives_the_scalar_bits,
         the_stage_form_is_the_general_form,
-        the_fast_slice_map_gives_the_scalar_bits,
         the_fast_tanh_clean_form_is_the_clamped_form,
         the_exact_in_range_form_is_the_general_form,
         constants_have_their_bit_patterns,
