@@ -49,6 +49,7 @@ pub mod fast;
 pub mod unit_tests {
     #[cfg(feature = "capi")]
     pub use crate::capi::tests as capi;
+    pub use crate::gemm::gemv::tests as gemm_gemv;
     pub use crate::gemm::pack::tests as gemm_pack;
     pub use crate::gemm::ragged::tests as gemm_ragged;
     pub use crate::gemm::tests as gemm;

@@ -2,8 +2,9 @@
 //! asks next: the calling thread and the helpers of the region all drain the same queue. An
 //! item is done by exactly one thread and its work never depends on which one, so the bits of a
 //! region depend only on how its work was cut into items, which its caller fixes (never by the
-//! thread count). The GEMM and the session's regions share it; how the threads of a region are
-//! found and waited for is the session's business ([`Spread`]).
+//! thread count, unless no cut changes a bit: then the thread count may set it). The GEMM and
+//! the session's regions share it; how the threads of a region are found and waited for is the
+//! session's business ([`Spread`]).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -12,6 +13,11 @@ pub(crate) trait Region: Sync {
     /// Runs `drain` on the calling thread and on every other thread of the region, and
     /// returns when all of them have returned (a panic in any of them propagates).
     fn region(&self, drain: &(dyn Fn() + Sync));
+
+    /// The threads that run `drain` in a region, the calling thread included: a caller whose
+    /// bits do not depend on how its work is cut may cut it to the thread count, so that the
+    /// threads finish together.
+    fn threads(&self) -> usize;
 }
 
 /// The threads a region spreads over.

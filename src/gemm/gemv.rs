@@ -6,8 +6,10 @@
 //! registers of columns at a time, row by row), or from a view whose columns are contiguous
 //! (attention's `K^T` in a decode step), packed four panels at a time into a small buffer.
 //! Every way, each element of C is one lane from `+0` through one [`Mode::madd`] per `k` in
-//! increasing order: the bits of the GEMM (and of the plain loop). The columns are cut into fixed chunks, the unit of parallel work; the epilogue
-//! runs on each chunk as on a `1 x w` tile, through the driver's [`finish_tile`].
+//! increasing order: the bits of the GEMM (and of the plain loop), however the columns are cut.
+//! They are cut into chunks of whole panel groups, as many as suit the region's threads
+//! ([`chunk_widths`]), the unit of parallel work; the epilogue runs on each chunk as on a
+//! `1 x w` tile, through the driver's [`finish_tile`].
 
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 
@@ -20,7 +22,7 @@ use crate::error::Error;
 use crate::lanes::{LaneOp, Lanes, Mode, Supported};
 use crate::work_queue::{Spread, WorkQueue};
 
-/// Columns of C per work item, about: [`chunk`] rounds it to whole groups of panels.
+/// Columns of C per work item, about: [`chunk_widths`] cuts whole groups of panels.
 const CHUNK: usize = 512;
 
 /// The panel width, in registers, of the vector lanes' microkernels (AVX-512's narrow one
@@ -40,16 +42,37 @@ const PANELS: usize = 4;
 /// first-level data cache (128 deep for AVX2's 16-column panels).
 const COLUMN_VALUES: usize = 8192;
 
-/// Columns of C per work item on `isa` with the right-hand side `b`: [`CHUNK`] rounded down to
-/// whole groups of `PANELS` panels (512, but 384 for a `PackedMatrix` in AVX-512's 96-column
-/// panels), so that only the last chunk of a row has a partial group.
-fn chunk(isa: Supported, b: &Operand<'_>) -> usize {
+/// Columns per group of `PANELS` panels on `isa` with the right-hand side `b` (64 for AVX2's
+/// 16-column panels, 384 for a `PackedMatrix` in AVX-512's 96-column panels).
+fn group_width(isa: Supported, b: &Operand<'_>) -> usize {
     let nr = match b {
         Operand::Packed(p) => p.panel_width(),
         Operand::View(_) => narrow_panel_width(isa.isa()),
     };
-    let group = PANELS * nr;
-    (CHUNK / group).max(1) * group
+    PANELS * nr
+}
+
+/// The widths of the chunks `n` columns are cut into, in order, for a region of `threads`
+/// threads: whole groups of `group` columns (only the last chunk may end in a partial group),
+/// about [`CHUNK`] columns or fewer each, as many chunks as a multiple of `threads` where the
+/// groups allow, their sizes differing by at most one group. A fixed width left the threads
+/// unequal work: a 768-column product (a decode step's output projection and MLP down) was
+/// 512 + 256 columns, one thread idle a third of the time. No cut changes a bit: each column
+/// of C is its own sum over `k`.
+fn chunk_widths(group: usize, n: usize, threads: usize) -> impl Iterator<Item = usize> {
+    let groups = n.div_ceil(group);
+    let threads = threads.max(1);
+    let per_item = (CHUNK / group).max(1);
+    let items = (threads * groups.div_ceil(threads * per_item))
+        .min(groups)
+        .max(1);
+    let (base, extra) = (groups / items, groups % items);
+    let mut col0 = 0;
+    (0..items).map_while(move |i| {
+        let w = ((base + usize::from(i < extra)) * group).min(n - col0);
+        col0 += w;
+        (w > 0).then_some(w)
+    })
 }
 
 /// Whether [`gemv`] takes `items`: one row of A and a packed B, or a view of B whose rows or
@@ -79,9 +102,9 @@ pub(crate) fn gemv<M: Mode>(
     for ((batch, item), a) in items.into_iter().enumerate().zip(&rows) {
         let mut c = item.c;
         let n = c.ncols();
+        let threads = spread.map_or(1, |s| s.threads());
         let mut col0 = 0;
-        while col0 < n {
-            let w = chunk(isa, &item.b).min(n - col0);
+        for w in chunk_widths(group_width(isa, &item.b), n, threads) {
             let (here, rest) = c.split_at(Axis(1), w);
             tasks.push(Chunk {
                 batch,
@@ -354,6 +377,49 @@ impl LaneOp for RowGemv<'_> {
             }
             l.store_partial(acc, &mut self.c[j0..j1]);
             j0 = j1;
+        }
+    }
+}
+
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod tests {
+    use super::{CHUNK, chunk_widths};
+
+    /// Every cut covers the columns in order with whole groups (a partial one only at the
+    /// end), at most `CHUNK` columns per chunk (or one group), chunk sizes at most a group
+    /// apart, and threads taking the chunks in turn each get at most their share of the groups
+    /// rounded up; a decode step's products split evenly over two threads.
+    pub fn chunks_cover_the_columns_and_balance_the_threads() {
+        for group in [16, 32, 64, 96, 384] {
+            for n in (0..40 * group).step_by(7).chain([1, group, 12 * group]) {
+                for threads in 1..=4 {
+                    let w: Vec<usize> = chunk_widths(group, n, threads).collect();
+                    let what = format!("group {group}, n {n}, {threads} threads: {w:?}");
+                    assert_eq!(w.iter().sum::<usize>(), n, "{what}");
+                    let (last, whole) = w.split_last().map_or((0, &[][..]), |(l, r)| (*l, r));
+                    assert!(whole.iter().all(|&x| x > 0 && x % group == 0), "{what}");
+                    assert!(last > 0 || n == 0, "{what}");
+                    assert!(w.iter().all(|&x| x <= CHUNK.max(group)), "{what}");
+                    let g: Vec<usize> = w.iter().map(|x| x.div_ceil(group)).collect();
+                    let (lo, hi) = (g.iter().min(), g.iter().max());
+                    assert!(hi.zip(lo).is_none_or(|(h, l)| h - l <= 1), "{what}");
+                    let mut load = vec![0; threads];
+                    for (i, x) in g.iter().enumerate() {
+                        load[i % threads] += x;
+                    }
+                    let share = n.div_ceil(group).div_ceil(threads);
+                    assert!(load.iter().all(|&l| l <= share), "{what}");
+                }
+            }
+        }
+        // The decode step's products on AVX2's 64-column groups: 768, 2304 and 3072 columns
+        // (GPT-2 small), 384, 1152 and 1536 (MiniLM), each thread the same columns.
+        for n in [768, 2304, 3072, 384, 1152, 1536] {
+            let w: Vec<usize> = chunk_widths(64, n, 2).collect();
+            let (even, odd): (Vec<_>, Vec<_>) = w.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+            let sum = |v: Vec<(usize, &usize)>| v.iter().map(|(_, x)| **x).sum::<usize>();
+            assert_eq!(sum(even), sum(odd), "{n}: {w:?}");
         }
     }
 }

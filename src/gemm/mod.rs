@@ -56,7 +56,7 @@
 
 mod blocking;
 mod driver;
-mod gemv;
+pub(crate) mod gemv;
 mod kernel;
 pub(crate) mod pack;
 mod packed;

@@ -252,4 +252,8 @@ impl crate::work_queue::Region for ThreeThreads {
             drain();
         })
     }
+
+    fn threads(&self) -> usize {
+        3
+    }
 }

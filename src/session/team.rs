@@ -179,6 +179,10 @@ impl<M: Mode> Region for Session<M> {
             },
         }
     }
+
+    fn threads(&self) -> usize {
+        self.region_threads()
+    }
 }
 
 impl<M: Mode> Session<M> {

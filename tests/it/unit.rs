@@ -28,6 +28,9 @@ unit_tests! {
         production_blocking_fits_the_register_file,
         large_k_crosses_super_blocks_with_production_blocking,
     ]
+    gemm_gemv: [
+        chunks_cover_the_columns_and_balance_the_threads,
+    ]
     gemm_pack: [
         every_layout_packs_the_same,
     ]
