@@ -43,7 +43,7 @@ use crate::work_queue::{Spread, WorkQueue};
 
 use super::blocking::{Blocking, KB};
 use super::kernel::{MicroKernel, TileC, TileProduct};
-use super::pack::pack_panels;
+use super::pack::{LINE, line_aligned, pack_panels};
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
@@ -185,10 +185,8 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
                 total += size(&slabs[end]);
                 end += 1;
             }
-            if pack.len() < total {
-                pack.resize(total, 0.0);
-            }
-            round::<M, K>(&pass, spread, &mut slabs[start..end], k0, &mut pack)?;
+            let buf = line_aligned(&mut pack, total);
+            round::<M, K>(&pass, spread, &mut slabs[start..end], k0, buf)?;
             start = end;
         }
     }
@@ -335,16 +333,23 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
     } else {
         None
     };
-    let a_len = if a_rows.is_some() { 0 } else { mc_pad * kc };
-    let c_len = if c_rows.is_some() { 0 } else { mc_pad * ldc };
-    let edge_len = blk.mr * blk.nr;
+    // Each part starts on a cache line (as the buffer does: `line_aligned`).
+    let a_len = if a_rows.is_some() {
+        0
+    } else {
+        (mc_pad * kc).next_multiple_of(LINE)
+    };
+    let c_len = if c_rows.is_some() {
+        0
+    } else {
+        (mc_pad * ldc).next_multiple_of(LINE)
+    };
+    let edge_len = (blk.mr * blk.nr).next_multiple_of(LINE);
     // Taken, not borrowed: an epilogue that runs a GEMM of its own on this thread (or a task
     // stolen while it waits) simply gets a fresh buffer.
     let mut scratch = SCRATCH.take();
-    if scratch.len() < a_len + c_len + edge_len + kc {
-        scratch.resize(a_len + c_len + edge_len + kc, 0.0);
-    }
-    let (apack, rest) = scratch.split_at_mut(a_len);
+    let lines = line_aligned(&mut scratch, a_len + c_len + edge_len + kc);
+    let (apack, rest) = lines.split_at_mut(a_len);
     let (cbuf, rest) = rest.split_at_mut(c_len);
     let (edge, rest) = rest.split_at_mut(edge_len);
     let zeros = &mut rest[..kc];

@@ -19,6 +19,29 @@ use crate::lanes::{prefetch, transpose_strip};
 /// Values at the start of each row of the next panel that packing prefetches.
 const PREFETCH_ROW: usize = 64;
 
+/// `f32` values in one 64-byte cache line.
+pub(crate) const LINE: usize = 16;
+
+/// Values before the first element of `v` that starts a 64-byte cache line (`0..LINE`).
+pub(crate) fn line_offset(v: &[f32]) -> usize {
+    v.as_ptr().addr().wrapping_neg() % 64 / size_of::<f32>()
+}
+
+/// `len` values of `v` from its first 64-byte line boundary, `v` grown with zeros to hold them.
+///
+/// Packed panels and tile buffers start on a cache line, so that a B step of 16 values (the
+/// AVX2 panel) is one line and no 256-bit load of a panel straddles two. The allocator's
+/// large blocks start 16 bytes into a page, where every other such load crossed a line, and
+/// exact mode's microkernel (which keeps more instructions in flight per load than fast
+/// mode's) lost to it on Zen 3 (BENCHMARKS.md, "Choices in the code").
+pub(crate) fn line_aligned(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    if v.len() < len + LINE - 1 {
+        v.resize(len + LINE - 1, 0.0);
+    }
+    let at = line_offset(v);
+    &mut v[at..at + len]
+}
+
 /// Packs `src` (`r x kc`) into `ceil(r / p)` consecutive panels of `p` rows at the start of
 /// `dst`, zero-padding the last panel. Returns the number of values written.
 ///

@@ -4,6 +4,7 @@
 use ndarray::{ArrayBase, ArrayRef2, ArrayView2, Data, Ix2, s};
 
 use super::blocking::{KB, panel_width};
+use super::pack::{LINE, line_aligned, line_offset, pack_panels};
 use crate::error::Error;
 use crate::lanes::Isa;
 
@@ -36,13 +37,30 @@ use crate::lanes::Isa;
 /// assert_eq!(packed.dim(), (5, 3));
 /// # Ok::<(), activation_kernels::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PackedMatrix {
     k: usize,
     n: usize,
     isa: Isa,
     nr: usize,
+    /// The panels, from `data[at]`, the first value that starts a cache line (see
+    /// [`super::pack::line_aligned`]); `len` values.
     data: Vec<f32>,
+    at: usize,
+    len: usize,
+}
+
+impl Clone for PackedMatrix {
+    /// A copy whose panels start on a cache line of its own allocation.
+    fn clone(&self) -> PackedMatrix {
+        let mut data = Vec::new();
+        let at = {
+            let dst = line_aligned(&mut data, self.len);
+            dst.copy_from_slice(self.values());
+            line_offset(&data)
+        };
+        PackedMatrix { data, at, ..*self }
+    }
 }
 
 impl PackedMatrix {
@@ -63,22 +81,25 @@ impl PackedMatrix {
         // Fallible: a size past what `Vec` can hold, or one that memory cannot give, is an
         // error and not a panic or an abort.
         let mut data = Vec::new();
-        data.try_reserve_exact(len)
+        data.try_reserve_exact(len + LINE - 1)
             .map_err(|e| too_large(e.to_string()))?;
-        data.resize(len, 0.0f32);
+        let values = line_aligned(&mut data, len);
         let mut at = 0;
         for k0 in (0..k).step_by(KB) {
             let depth = KB.min(k - k0);
             let src = b.slice(s![k0..k0 + depth, ..]).reversed_axes();
-            at += super::pack::pack_panels(src, nr, &mut data[at..]);
+            at += pack_panels(src, nr, &mut values[at..]);
         }
         debug_assert_eq!(at, len);
+        let at = line_offset(&data);
         Ok(PackedMatrix {
             k,
             n,
             isa,
             nr,
             data,
+            at,
+            len,
         })
     }
 
@@ -110,6 +131,11 @@ impl PackedMatrix {
         }
     }
 
+    /// Every packed value.
+    fn values(&self) -> &[f32] {
+        &self.data[self.at..self.at + self.len]
+    }
+
     /// The packed panels of columns `col0..` (`col0` a multiple of the panel width) for the
     /// super-block starting at row `k0` (a multiple of the super-block depth).
     pub(crate) fn panels(&self, k0: usize, col0: usize) -> &[f32] {
@@ -117,7 +143,7 @@ impl PackedMatrix {
         let n_pad = self.n.next_multiple_of(self.nr);
         let depth = KB.min(self.k - k0);
         let start = k0 * n_pad + col0 * depth;
-        &self.data[start..k0 * n_pad + depth * n_pad]
+        &self.values()[start..k0 * n_pad + depth * n_pad]
     }
 }
 
