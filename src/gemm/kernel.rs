@@ -236,9 +236,19 @@ pub(crate) fn microkernel<
     let depth = a.depth();
     let mut done = 0;
     if PAIRS && let Some(pairs) = a.pairs() {
-        for (a2, bk) in pairs.iter().zip(b.chunks_exact(2 * nr)) {
-            k_step_packed::<L, M, MR, NV>(l, &a2[0], &bk[..nr], &mut acc);
-            k_step_packed::<L, M, MR, NV>(l, &a2[1], &bk[nr..], &mut acc);
+        let in_asm = !M::FAST
+            && MR == 6
+            && NV == 2
+            && l.exact_pairs_6x2(
+                pairs.as_flattened().as_flattened(),
+                &b[..2 * pairs.len() * nr],
+                acc.as_flattened_mut(),
+            );
+        if !in_asm {
+            for (a2, bk) in pairs.iter().zip(b.chunks_exact(2 * nr)) {
+                k_step_packed::<L, M, MR, NV>(l, &a2[0], &bk[..nr], &mut acc);
+                k_step_packed::<L, M, MR, NV>(l, &a2[1], &bk[nr..], &mut acc);
+            }
         }
         done = 2 * pairs.len();
     }

@@ -154,6 +154,16 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     fn mul_splat(self, a: &f32, x: Self::F) -> Self::F {
         self.mul(self.splat(*a), x)
     }
+    /// The pairs of steps of k of the GEMM's exact 6 x 2-register microkernel, where this lane
+    /// type has them in assembly (AVX2): for each of `n = min(a.len() / 12, b.len() / (4 *
+    /// WIDTH))` pairs, in increasing `k`, `acc[2 i + v] = mul(splat(a[6 k + i]), b[k][v]) +
+    /// acc[2 i + v]` (`a`: six values of A per `k`; `b`: two registers per `k`). Returns
+    /// `false`, having done nothing, where it does not (every other lane type, or `acc` not
+    /// twelve registers): the caller runs its own loop.
+    #[inline(always)]
+    fn exact_pairs_6x2(self, _a: &[f32], _b: &[f32], _acc: &mut [Self::F]) -> bool {
+        false
+    }
     /// `a / b`, correctly rounded (never a reciprocal estimate).
     fn div(self, a: Self::F, b: Self::F) -> Self::F;
     /// `a < b ? a : b`: the smaller, and `b` where either is NaN (x86's `minps`, on every lane
@@ -334,6 +344,48 @@ pub mod tests {
                 bits(l.mul_splat(&self.a, x)),
                 bits(l.mul(l.splat(self.a), x)),
             )
+        }
+    }
+
+    /// `n` pairs of exact 6 x 2 steps through [`Lanes::exact_pairs_6x2`] beside the generic
+    /// step (`add(mul(splat(a), b), acc)`; none where the lane type did not run them), from the
+    /// same accumulators: whether the lane type ran them, and the bits of the twelve
+    /// accumulators both ways (`a` and `b` hold a little more than `n` pairs, which the pairs
+    /// must not reach).
+    struct ExactPairs<'a> {
+        n: usize,
+        values: &'a [f32],
+    }
+
+    impl LaneOp for ExactPairs<'_> {
+        type Output = (bool, Vec<u32>, Vec<u32>);
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            let w = L::WIDTH;
+            let v = |i: usize| self.values[i % self.values.len()];
+            let a: Vec<f32> = (0..12 * self.n + 5).map(|i| v(3 * i + 1)).collect();
+            let b: Vec<f32> = (0..(4 * self.n + 3) * w).map(|i| v(5 * i + 2)).collect();
+            let start: Vec<f32> = (0..12 * w).map(|i| v(7 * i)).collect();
+            let load = |src: &[f32]| -> Vec<L::F> { src.chunks(w).map(|c| l.load(c)).collect() };
+            let bits = |acc: &[L::F]| -> Vec<u32> {
+                let mut out = vec![0f32; 12 * w];
+                for (r, c) in acc.iter().zip(out.chunks_mut(w)) {
+                    l.store(*r, c);
+                }
+                out.iter().map(|x| x.to_bits()).collect()
+            };
+            let mut got = load(&start);
+            let ran = l.exact_pairs_6x2(&a, &b, &mut got);
+            // Where it did not run, it must have left the accumulators alone.
+            let mut want = load(&start);
+            for k in (0..2 * self.n).filter(|_| ran) {
+                for (i, row) in want.chunks_mut(2).enumerate() {
+                    for (j, acc) in row.iter_mut().enumerate() {
+                        let bk = l.load(&b[(2 * k + j) * w..]);
+                        *acc = l.add(l.mul(l.splat(a[6 * k + i]), bk), *acc);
+                    }
+                }
+            }
+            (ran, bits(&got), bits(&want))
         }
     }
 
@@ -556,6 +608,46 @@ pub mod tests {
     pub fn partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type() {
         for isa in Isa::available() {
             isa.supported().unwrap().dispatch::<Exact, _>(Partial);
+        }
+    }
+
+    pub fn exact_pairs_6x2_are_the_generic_steps_on_every_lane_type() {
+        // Products that overflow, underflow into subnormals, meet infinities and zeros (NaNs
+        // from inf * 0 and inf - inf), and sums that round in every direction.
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            f32::MIN_POSITIVE,
+            1e-45,
+            -7.0e-39,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            -3.4e38,
+            0.1,
+        ];
+        values.extend((0..41).map(|i| (i as f32 * 0.7311 - 9.0).exp2() * [1.0, -1.0][i % 2]));
+        for isa in Isa::available() {
+            for n in [0, 1, 2, 7, 40] {
+                let (ran, got, want) = isa
+                    .supported()
+                    .unwrap()
+                    .dispatch::<Exact, _>(ExactPairs { n, values: &values });
+                assert_eq!(ran, isa == Isa::Avx2, "{isa}: assembly pairs");
+                for (lane, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    let nan = |b: u32| f32::from_bits(b).is_nan();
+                    // A NaN's payload follows the operand order, which the compiler may swap
+                    // in the generic step; exact mode stores only the canonical NaN.
+                    assert!(
+                        g == w || (nan(g) && nan(w)),
+                        "{isa}, {n} pairs, lane {lane}: {:e} != {:e}",
+                        f32::from_bits(g),
+                        f32::from_bits(w)
+                    );
+                }
+            }
         }
     }
 

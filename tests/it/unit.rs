@@ -43,6 +43,7 @@ unit_tests! {
         partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type,
         select_by_sign_follows_the_sign_bit_on_every_lane_type,
         mul_splat_is_the_product_with_the_splat_on_every_lane_type,
+        exact_pairs_6x2_are_the_generic_steps_on_every_lane_type,
     ]
     lanes_pair: [
         pair_loads_stores_and_tests_both_halves,
