@@ -40,6 +40,45 @@ impl<L: Lanes> CanonicalSum<L> {
         self.acc[r] = l.add(self.acc[r], v);
     }
 
+    /// Adds elements `start..n` (`start` a multiple of 16), `reg(ctx, start, len)` giving the
+    /// register of elements `start..start + len` (fewer than `WIDTH` only at the end of the
+    /// row, its other lanes anything: they add `+0`).
+    #[inline(always)]
+    fn add_from<C: ?Sized>(
+        &mut self,
+        l: L,
+        start: usize,
+        n: usize,
+        ctx: &mut C,
+        mut reg: impl FnMut(&mut C, usize, usize) -> L::F,
+    ) {
+        debug_assert!(start.is_multiple_of(PARTIALS));
+        let w = L::WIDTH;
+        let full = n - n % PARTIALS;
+        for start in (start..full).step_by(PARTIALS) {
+            for r in 0..Self::REGS {
+                self.add_register(l, r, reg(ctx, start + r * w, w));
+            }
+        }
+        for r in 0..Self::REGS {
+            let start = full + r * w;
+            if start >= n {
+                break;
+            }
+            let len = (n - start).min(w);
+            let v = reg(ctx, start, len);
+            let v = if len == w {
+                v
+            } else {
+                // The lanes of the row are those where the padded ones load as 1.
+                let zero = l.splat(0.0);
+                let inside = l.gt(l.load_partial(&[1.0; MAX_WIDTH][..len], 0.0), zero);
+                l.select(inside, v, zero)
+            };
+            self.add_register(l, r, v);
+        }
+    }
+
     /// The fixed tree over the 16 partials.
     #[inline(always)]
     fn finish(self, l: L) -> f32 {
@@ -64,17 +103,10 @@ pub fn tree(mut p: [f32; PARTIALS]) -> f32 {
     p[0]
 }
 
-/// The most registers [`canonical_sum_with`] forms before adding them.
-pub const AHEAD_MAX: usize = 8;
-
 /// The canonical sum of `n` values delivered a register at a time: `reg(start, len)` returns
 /// the register of elements `start..start + len` (`len == WIDTH`, or fewer at the end of the
 /// row, their other lanes anything). Lanes past the end of the row contribute `+0`, whatever
 /// `reg` put there.
-///
-/// `ahead` (at most [`AHEAD_MAX`]; a multiple of the registers per 16 elements, or it is
-/// ignored) registers are formed before any of them is added: with an exp in `reg`, more
-/// independent chains in flight. The bits do not depend on it.
 ///
 /// A closure does not get the `#[target_feature]` of the function it is written in: left out
 /// of line, its lane operations become calls. Callers with a large body (an exp) mark their
@@ -83,53 +115,63 @@ pub const AHEAD_MAX: usize = 8;
 pub fn canonical_sum_with<L: Lanes>(
     l: L,
     n: usize,
-    ahead: usize,
     mut reg: impl FnMut(usize, usize) -> L::F,
+) -> f32 {
+    let mut sum = CanonicalSum::new(l);
+    sum.add_from(
+        l,
+        0,
+        n,
+        &mut (),
+        #[inline(always)]
+        |_, start, len| reg(start, len),
+    );
+    sum.finish(l)
+}
+
+/// [`canonical_sum_with`] with the values delivered a group of registers at a time where a
+/// whole group fits: `group(ctx, start)` returns elements `start..start + G::WIDTH` as one
+/// register of `G` (registers of `L` taken together, [`Lanes::WideGroup`]), `reg(ctx, start,
+/// len)` a register of `L` for the rest of the row. Both get `ctx` (the caller's mutable
+/// state, such as the row its values are stored to) so that neither closure holds it.
+///
+/// The registers of a group are added in their order, to the partials their elements go to:
+/// the same additions in the same order as one register at a time, so the same bits. What
+/// the group changes is the code: a group's values are formed by one straight block of
+/// independent chains side by side (an exp of four registers), where registers formed one
+/// after another leave each exp's chain alone in the instruction window.
+#[inline(always)]
+pub fn canonical_sum_grouped<L: Lanes, G: Lanes, C: ?Sized>(
+    l: L,
+    g: G,
+    n: usize,
+    ctx: &mut C,
+    mut group: impl FnMut(&mut C, usize) -> G::F,
+    reg: impl FnMut(&mut C, usize, usize) -> L::F,
 ) -> f32 {
     let w = L::WIDTH;
     let regs = CanonicalSum::<L>::REGS;
     let mut sum = CanonicalSum::new(l);
-    // `ahead` registers formed before any of them is added, then added in their order: the
-    // same additions in the same order as one register at a time.
-    let ahead = ahead.min(AHEAD_MAX);
     let mut start = 0;
-    if ahead > regs && ahead.is_multiple_of(regs) {
-        while start + ahead * w <= n {
-            let mut v = [l.splat(0.0); AHEAD_MAX];
-            for (k, v) in v[..ahead].iter_mut().enumerate() {
-                *v = reg(start + k * w, w);
+    // A group that is whole groups of 16 elements (and fits the buffer) starts every group at
+    // partial 0; any other (a single register) goes the register way.
+    if G::WIDTH > w && G::WIDTH.is_multiple_of(PARTIALS) && G::WIDTH <= GROUP_MAX {
+        let mut buf = [0f32; GROUP_MAX];
+        while start + G::WIDTH <= n {
+            // Through a buffer the compiler keeps in registers: the group's registers in turn.
+            g.store(group(ctx, start), &mut buf);
+            for k in 0..G::WIDTH / w {
+                sum.add_register(l, k % regs, l.load(&buf[k * w..]));
             }
-            for (k, &v) in v[..ahead].iter().enumerate() {
-                sum.add_register(l, k % regs, v);
-            }
-            start += ahead * w;
+            start += G::WIDTH;
         }
     }
-    let full = n - n % PARTIALS;
-    for start in (start..full).step_by(PARTIALS) {
-        for r in 0..regs {
-            sum.add_register(l, r, reg(start + r * w, w));
-        }
-    }
-    for r in 0..regs {
-        let start = full + r * w;
-        if start >= n {
-            break;
-        }
-        let len = (n - start).min(w);
-        let v = reg(start, len);
-        let v = if len == w {
-            v
-        } else {
-            // The lanes of the row are those where the padded ones load as 1.
-            let zero = l.splat(0.0);
-            let inside = l.gt(l.load_partial(&[1.0; MAX_WIDTH][..len], 0.0), zero);
-            l.select(inside, v, zero)
-        };
-        sum.add_register(l, r, v);
-    }
+    sum.add_from(l, start, n, ctx, reg);
     sum.finish(l)
 }
+
+/// The widest group [`canonical_sum_grouped`] takes, in elements: eight AVX-512 registers.
+const GROUP_MAX: usize = 8 * MAX_WIDTH;
 
 /// The canonical sum of `f(x_i)` over `row`.
 #[inline(always)]
@@ -137,7 +179,6 @@ pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -
     canonical_sum_with(
         l,
         row.len(),
-        1,
         #[inline(always)]
         |start, len| f(l.load_partial(&row[start..start + len], 0.0)),
     )

@@ -20,7 +20,7 @@ use super::exp::{
     fast_exp_in_range,
 };
 use super::map::map_registers_in_place_by;
-use super::reduce::{RowExtremes, canonical_sum_with, row_extremes, row_extremes_beside};
+use super::reduce::{RowExtremes, canonical_sum_grouped, row_extremes, row_extremes_beside};
 use super::{CANONICAL_NAN, SrcDst, log::log};
 use crate::lanes::{Exact, LaneOp, Lanes, Mode, Scalar, compiled_once_per_mode};
 
@@ -122,32 +122,70 @@ fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool
     row: &mut [f32],
     m: f32,
 ) -> f32 {
-    let (mv, m_is_inf) = (l.splat(m), m == f32::INFINITY);
-    // In range (no select in the exp), a wide group of exps formed before they are summed:
-    // measured to pay on AVX2 (two groups of 16), about even on AVX-512; with the selects of
-    // the out-of-range form (masked rows) fast mode lost, so not there (BENCHMARKS.md). The
-    // closure is inlined by force (see `LaneOp`).
-    let ahead = if IN_RANGE {
-        L::WideGroup::WIDTH / L::WIDTH
+    // In range (no select in the exp), the exps of a wide group of registers (four on AVX2)
+    // are formed together, one straight block of independent chains side by side, then summed
+    // register by register: formed one register after another, each exp's long dependent
+    // chain sat alone in the program order, and the out-of-order window held too few of them
+    // to keep the pipes busy (the pass ran well behind the exp kernel, which takes the same
+    // group). With the selects of the out-of-range form (masked rows) one register at a time
+    // (fast mode lost with a group there: BENCHMARKS.md). The closures are inlined by force
+    // (see `LaneOp`).
+    let n = row.len();
+    if IN_RANGE {
+        let g = l.wide_group();
+        canonical_sum_grouped(
+            l,
+            g,
+            n,
+            row,
+            #[inline(always)]
+            |row, start| {
+                exp_shift_at::<_, M, STORE, true>(
+                    g,
+                    src,
+                    row,
+                    start,
+                    <L::WideGroup as Lanes>::WIDTH,
+                    m,
+                )
+            },
+            #[inline(always)]
+            |row, start, len| exp_shift_at::<L, M, STORE, true>(l, src, row, start, len, m),
+        )
     } else {
-        1
-    };
-    canonical_sum_with(
-        l,
-        row.len(),
-        ahead,
-        #[inline(always)]
-        |start, len| {
-            let part = &mut row[start..start + len];
-            let from = src.map_or(&*part, |s| &s[start..start + len]);
-            let x = l.load_partial(from, f32::NEG_INFINITY);
-            let e = exp_shift::<L, M, IN_RANGE>(l, x, mv, m_is_inf);
-            if STORE {
-                l.store_partial(e, part);
-            }
-            e
-        },
-    )
+        // `l` as its own group: no group is formed.
+        canonical_sum_grouped(
+            l,
+            l,
+            n,
+            row,
+            #[inline(always)]
+            |row, start| exp_shift_at::<L, M, STORE, false>(l, src, row, start, L::WIDTH, m),
+            #[inline(always)]
+            |row, start, len| exp_shift_at::<L, M, STORE, false>(l, src, row, start, len, m),
+        )
+    }
+}
+
+/// `exp(x - m)` of the register of elements `start..start + len` of `src` (of `row` when
+/// `src` is `None`), stored to `row` with `STORE`.
+#[inline(always)]
+fn exp_shift_at<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool>(
+    l: L,
+    src: Option<&[f32]>,
+    row: &mut [f32],
+    start: usize,
+    len: usize,
+    m: f32,
+) -> L::F {
+    let part = &mut row[start..start + len];
+    let from = src.map_or(&*part, |s| &s[start..start + len]);
+    let x = l.load_partial(from, f32::NEG_INFINITY);
+    let e = exp_shift::<L, M, IN_RANGE>(l, x, l.splat(m), m == f32::INFINITY);
+    if STORE {
+        l.store_partial(e, part);
+    }
+    e
 }
 
 /// The value every entry of a row of `n` entries gets when the row holds a NaN (`nan`: the
