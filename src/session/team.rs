@@ -54,9 +54,19 @@ impl Team {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads - 1)
             .spawn_handler(|worker| {
-                let handle = std::thread::Builder::new()
-                    .name(name.to_string())
-                    .spawn(|| worker.run())?;
+                // Each worker has set itself up (its signal stack among it) before the next is
+                // made. Under an address-space limit, a thread still starting when a later one
+                // took the last of the space aborts the whole process; waited for, it has
+                // what it needs, and the spawn that finds no room fails with an error.
+                let (started, wait) = std::sync::mpsc::channel();
+                let handle =
+                    std::thread::Builder::new()
+                        .name(name.to_string())
+                        .spawn(move || {
+                            let _ = started.send(());
+                            worker.run()
+                        })?;
+                let _ = wait.recv();
                 handles.push(handle);
                 Ok(())
             })
