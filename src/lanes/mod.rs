@@ -22,6 +22,8 @@ mod scalar;
 pub(crate) mod transpose;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_asm;
 
 pub use fpenv::{ExactFpEnv, exact_scalar};
 pub(crate) use isa::IsaSet;
