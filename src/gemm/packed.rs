@@ -37,7 +37,6 @@ use crate::lanes::Isa;
 /// assert_eq!(packed.dim(), (5, 3));
 /// # Ok::<(), activation_kernels::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct PackedMatrix {
     k: usize,
     n: usize,
@@ -48,6 +47,20 @@ pub struct PackedMatrix {
     data: Vec<f32>,
     at: usize,
     len: usize,
+}
+
+impl std::fmt::Debug for PackedMatrix {
+    /// The shape, the instruction set and panel width it was packed for, and how many values
+    /// its panels hold: not the values, nor the allocation's alignment padding.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedMatrix")
+            .field("k", &self.k)
+            .field("n", &self.n)
+            .field("isa", &self.isa)
+            .field("nr", &self.nr)
+            .field("packed_values", &self.len)
+            .finish()
+    }
 }
 
 impl Clone for PackedMatrix {

@@ -94,3 +94,17 @@ fn shape_mismatch_with_a_packed_matrix_is_an_error() {
     let r = s.matmul_into(&values(2, 5, 1, false), &packed, &mut c, &Identity);
     assert!(matches!(r, Err(Error::ShapeMismatch { .. })));
 }
+
+/// `Debug` says what a packed matrix is (shape, instruction set, panel width, packed size) and
+/// stays one short line however large the matrix: no values, no alignment padding.
+#[test]
+fn debug_shows_the_shape_not_the_values() {
+    let packed = PackedMatrix::new(Isa::Scalar, &values(300, 70, 3, false)).unwrap();
+    let text = format!("{packed:?}");
+    assert!(
+        text.starts_with("PackedMatrix { k: 300, n: 70, isa: Scalar, nr: "),
+        "{text}"
+    );
+    assert!(text.contains("packed_values: "), "{text}");
+    assert!(text.len() < 120, "{text}");
+}
