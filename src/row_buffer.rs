@@ -29,24 +29,10 @@ fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
 /// Runs `f` on `row` as a contiguous `f32` slice, in place or through a buffer written back.
 #[inline]
 pub(crate) fn with_row_mut<T: Element, R>(
-    mut row: ArrayViewMut1<'_, T>,
+    row: ArrayViewMut1<'_, T>,
     f: impl FnOnce(&mut [f32]) -> R,
 ) -> R {
-    if let Some(s) = row.as_slice_mut()
-        && let Some(s) = T::as_f32_slice_mut(s)
-    {
-        return f(s);
-    }
-    with_buffer(row.len(), |buf| {
-        for (b, v) in buf.iter_mut().zip(row.iter()) {
-            *b = v.to_f32();
-        }
-        let r = f(buf);
-        for (v, b) in row.iter_mut().zip(buf.iter()) {
-            *v = T::from_f32(*b);
-        }
-        r
-    })
+    with_row_written(row, true, f)
 }
 
 /// Runs `f` on `row` as a contiguous `f32` slice, read only: the row itself where it is a
@@ -71,7 +57,19 @@ pub(crate) fn with_row<T: Element, R>(row: ArrayView1<'_, T>, f: impl FnOnce(&[f
 /// afterwards.
 #[inline]
 pub(crate) fn with_row_out<T: Element, R>(
+    row: ArrayViewMut1<'_, T>,
+    f: impl FnOnce(&mut [f32]) -> R,
+) -> R {
+    with_row_written(row, false, f)
+}
+
+/// [`with_row_mut`] (`read`: the buffer starts as the row, widened) and [`with_row_out`]
+/// (`!read`: `f` fills it): the row itself where it is a contiguous `f32` lane, else a buffer
+/// of this thread rounded back into the row afterwards.
+#[inline]
+fn with_row_written<T: Element, R>(
     mut row: ArrayViewMut1<'_, T>,
+    read: bool,
     f: impl FnOnce(&mut [f32]) -> R,
 ) -> R {
     if let Some(s) = row.as_slice_mut()
@@ -80,6 +78,11 @@ pub(crate) fn with_row_out<T: Element, R>(
         return f(s);
     }
     with_buffer(row.len(), |buf| {
+        if read {
+            for (b, v) in buf.iter_mut().zip(row.iter()) {
+                *b = v.to_f32();
+            }
+        }
         let r = f(buf);
         for (v, b) in row.iter_mut().zip(buf.iter()) {
             *v = T::from_f32(*b);

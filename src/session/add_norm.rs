@@ -2,7 +2,7 @@
 //! SkipLayerNormalization, for post-LN models whose residual add is not already a GEMM
 //! epilogue): each row gets `x + residual`, then is normalised while it is in cache.
 
-use ndarray::{Array, ArrayRef, ArrayRef1, Dimension};
+use ndarray::{Array, ArrayRef, ArrayRef1, Axis, Dimension};
 
 use super::Session;
 use super::norm::check_layer_norm;
@@ -37,8 +37,7 @@ impl<M: Mode> Session<M> {
         beta: &ArrayRef1<f32>,
         eps: f32,
     ) -> Result<(), Error> {
-        same_shape("add_layer_norm residual", x.shape(), residual.shape())?;
-        let axis = check_layer_norm(x.shape(), gamma, beta, eps)?;
+        let axis = check_add_layer_norm(x.shape(), residual.shape(), gamma, beta, eps)?;
         let operands = Operands::in_place(x.view_mut().into_dyn());
         self.layer_norm_rows(
             operands.and(residual.view().into_dyn()),
@@ -61,8 +60,7 @@ impl<M: Mode> Session<M> {
         eps: f32,
     ) -> Result<(), Error> {
         same_shape("source and destination", src.shape(), dst.shape())?;
-        same_shape("add_layer_norm residual", src.shape(), residual.shape())?;
-        let axis = check_layer_norm(src.shape(), gamma, beta, eps)?;
+        let axis = check_add_layer_norm(src.shape(), residual.shape(), gamma, beta, eps)?;
         let operands = Operands::into(src.view().into_dyn(), dst.view_mut().into_dyn());
         self.layer_norm_rows(
             operands.and(residual.view().into_dyn()),
@@ -83,10 +81,22 @@ impl<M: Mode> Session<M> {
         beta: &ArrayRef1<f32>,
         eps: f32,
     ) -> Result<Array<T, D>, Error> {
-        same_shape("add_layer_norm residual", src.shape(), residual.shape())?;
-        check_layer_norm(src.shape(), gamma, beta, eps)?;
+        check_add_layer_norm(src.shape(), residual.shape(), gamma, beta, eps)?;
         let mut out = super::owned::try_to_owned(src, "add_layer_norm output")?;
         self.add_layer_norm(&mut out, residual, gamma, beta, eps)?;
         Ok(out)
     }
+}
+
+/// The checks every form of [`Session::add_layer_norm`] makes before it touches a value: the
+/// residual's shape is the input's, then [`check_layer_norm`]'s; the normalised axis.
+fn check_add_layer_norm(
+    shape: &[usize],
+    residual: &[usize],
+    gamma: &ArrayRef1<f32>,
+    beta: &ArrayRef1<f32>,
+    eps: f32,
+) -> Result<Axis, Error> {
+    same_shape("add_layer_norm residual", shape, residual)?;
+    check_layer_norm(shape, gamma, beta, eps)
 }
