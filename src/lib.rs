@@ -79,6 +79,7 @@ pub mod unit_tests {
     pub use crate::session::owned::tests as session_owned;
     pub use crate::session::team::tests as session_team;
     pub use crate::session::tests as session;
+    pub use crate::session::thread_room::tests as session_thread_room;
     pub use crate::session::traverse::tests as session_traverse;
 }
 

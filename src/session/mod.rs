@@ -15,6 +15,7 @@ pub(crate) mod owned;
 mod pooling;
 mod softmax;
 pub(crate) mod team;
+pub(crate) mod thread_room;
 pub(crate) mod traverse;
 mod varlen;
 

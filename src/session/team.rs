@@ -58,6 +58,7 @@ impl Team {
                 // made. Under an address-space limit, a thread still starting when a later one
                 // took the last of the space aborts the whole process; waited for, it has
                 // what it needs, and the spawn that finds no room fails with an error.
+                super::thread_room::room_for_a_thread()?;
                 let (started, wait) = std::sync::mpsc::channel();
                 let handle =
                     std::thread::Builder::new()

@@ -141,6 +141,9 @@ unit_tests! {
         dropping_the_last_session_ends_its_threads,
         pieces_cover_every_lane_once_in_order,
     ]
+    session_thread_room: [
+        the_limit_refuses_a_thread_only_past_it,
+    ]
     session_traverse: [
         every_layout_and_split_gives_the_elements_of_the_contiguous_walk,
         rows_are_never_cut_in_any_layout_or_split,
