@@ -171,8 +171,20 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// `a < b ? a : b`: the smaller, and `b` where either is NaN (x86's `minps`, on every lane
     /// type).
     fn min(self, a: Self::F, b: Self::F) -> Self::F;
-    /// `a * b + c` with one rounding. For fast mode only; exact code never calls it.
+    /// `a * b + c` with one rounding. For fast mode only; exact code calls
+    /// [`Lanes::madd_exact_product`] instead, where the two forms are the same.
     fn fma(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+    /// `a * b + c` where the caller knows the product `a * b` to be exact (representable in
+    /// f32, as `n * LN2_HI` for an integral `|n| < 256` is): the spec's product-then-sum, whose
+    /// product rounds nothing, so it has the bits of a fused multiply-add. One FMA where the
+    /// lane type has one as an instruction (AVX2): one rounding less on the dependent chain
+    /// and one operation less. The default is the product and the sum. Where the product is
+    /// not exact the two forms may differ: the callers use it only on lanes whose product is
+    /// exact or whose result is replaced.
+    #[inline(always)]
+    fn madd_exact_product(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F {
+        self.add(self.mul(a, b), c)
+    }
 
     /// `a < b`.
     fn lt(self, a: Self::F, b: Self::F) -> Self::M;
@@ -235,6 +247,12 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// exp saves about one add per register; the fast exp, bound by its fused multiply-adds,
     /// does not move.
     const SCALES: bool = false;
+
+    /// Whether [`Lanes::round_even`] is one instruction (AVX2's `vroundps`, AVX-512's
+    /// `vrndscaleps`). Where it is, the exact exp's reduction rounds `x * log2 e` with it: one
+    /// rounding step on the dependent chain where the spec's `(v + M) - M` has two, the same
+    /// integer (see `reduce_arg` in `ops/exp.rs`).
+    const ROUNDS: bool = false;
 
     /// Whether [`Lanes::select`] is one instruction that takes no slot of the multiply or add
     /// pipes (AVX-512's `vblendmps` by a mask register, which the AVX-512 cores measured run on
@@ -529,6 +547,104 @@ pub mod tests {
                 for (i, &s) in scaled.iter().enumerate() {
                     let want = pc.get(i).map_or(1.0, |&(_, _, w)| w);
                     assert_eq!(s, want.to_bits(), "{isa:?}: {} * 2^{}", p[i], n[i]);
+                }
+            }
+        }
+    }
+
+    /// `madd_exact_product(a, b, c)` of every triple, a register at a time, as bits: on the
+    /// lane type, then on its group of registers.
+    struct MaddExact<'a>(&'a [(f32, f32, f32)]);
+
+    fn madd_exact_bits<L: Lanes>(l: L, t: &[(f32, f32, f32)]) -> Vec<u32> {
+        let mut out = Vec::with_capacity(t.len() + L::WIDTH);
+        for c in t.chunks(L::WIDTH) {
+            let column = |f: fn(&(f32, f32, f32)) -> f32| {
+                let v: Vec<f32> = c.iter().map(f).collect();
+                l.load_partial(&v, 1.0)
+            };
+            let (a, b, z) = (column(|t| t.0), column(|t| t.1), column(|t| t.2));
+            let mut y = vec![0f32; L::WIDTH];
+            l.store(l.madd_exact_product(a, b, z), &mut y);
+            out.extend(y[..c.len()].iter().map(|v| v.to_bits()));
+        }
+        out
+    }
+
+    impl LaneOp for MaddExact<'_> {
+        type Output = (Vec<u32>, Vec<u32>);
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            (
+                madd_exact_bits(l, self.0),
+                madd_exact_bits(l.group(), self.0),
+            )
+        }
+    }
+
+    /// `madd_exact_product` is the product and the sum, bit for bit, wherever the product is
+    /// exact, on every lane type (AVX2's FMA, everyone's default) and its group: the exp's
+    /// `n * -LN2_HI + x` for every integral `n` of `[-255, 255]` (both zeros) and `x` near
+    /// `n * ln 2` (the cancellation the reduction makes), zeros and subnormals among them, and
+    /// products of 12-bit significands across the exponents beside addends that cancel them
+    /// exactly or nearly, subnormal addends, addends at 1.5 units of the product's 24th bit
+    /// (a rounding) and arbitrary ones.
+    pub fn madd_exact_product_is_the_product_and_the_sum_where_the_product_is_exact() {
+        let mut t = Vec::new();
+        let hi = -f32::from_bits(0x3F31_7200); // LN2_HI
+        for n in -255..=255i32 {
+            let nf = n as f32;
+            let near = nf * core::f32::consts::LN_2;
+            for x in [
+                near,
+                near.next_up(),
+                near.next_down(),
+                -nf * hi,
+                nf * 0.7,
+                0.0,
+                -0.0,
+            ] {
+                t.push((nf, hi, x));
+            }
+        }
+        t.push((-0.0, hi, 0.0));
+        t.push((-0.0, hi, -0.0));
+        t.push((0.0, hi, f32::from_bits(1)));
+        let mut seed = 0x9E37_79B9u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for _ in 0..20_000 {
+            // 12-bit significands: their product has at most 24 bits, exact while normal.
+            let sig = |r: u32| (0x800 | (r & 0x7FF)) as f32;
+            let (ea, eb) = ((next() % 80) as i32 - 40, (next() % 80) as i32 - 40);
+            let sign = if next() & 1 == 0 { 1.0 } else { -1.0 };
+            let a = sign * sig(next()) * 2f32.powi(ea);
+            let b = sig(next()) * 2f32.powi(eb);
+            let exact = a * b;
+            let c = match next() % 5 {
+                0 => -exact,
+                1 => -exact * (1.0 + f32::EPSILON),
+                2 => f32::from_bits(next() & 0x807F_FFFF),
+                3 => exact * 2f32.powi(-24) * 1.5,
+                _ => f32::from_bits(next() & 0xBFFF_FFFF),
+            };
+            t.push((a, b, c));
+        }
+        for &(a, b, _) in &t {
+            let p = a * b;
+            assert_eq!(p as f64, a as f64 * b as f64, "{a:e} * {b:e} is not exact");
+        }
+        let want: Vec<u32> = t.iter().map(|&(a, b, c)| (a * b + c).to_bits()).collect();
+        for isa in Isa::available() {
+            let (single, group) = isa.supported().unwrap().dispatch::<Exact, _>(MaddExact(&t));
+            for (form, got) in [("lane type", single), ("group", group)] {
+                assert_eq!(got.len(), t.len(), "{isa}");
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let (a, b, c) = t[i];
+                    assert_eq!(g, w, "{isa} {form}: {a:e} * {b:e} + {c:e}");
                 }
             }
         }

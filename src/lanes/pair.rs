@@ -119,8 +119,10 @@ impl<L: Lanes> Lanes for Pair<L> {
         sra_i<const N: i32>(a: I) -> I;
         round_even(x: F) -> F;
         scale_pow2(p: F, n: F) -> F;
+        madd_exact_product(a: F, b: F, c: F) -> F;
     }
     const SCALES: bool = L::SCALES;
+    const ROUNDS: bool = L::ROUNDS;
     const CHEAP_SELECT: bool = L::CHEAP_SELECT;
     #[inline(always)]
     fn any(self, m: Self::M) -> bool {

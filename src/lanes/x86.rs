@@ -292,6 +292,11 @@ impl Lanes for Avx2 {
         proven!(_mm256_fmadd_ps(a, b, c))
     }
     #[inline(always)]
+    fn madd_exact_product(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        // The product is exact (the method's contract), so its one rounding is the sum's.
+        proven!(_mm256_fmadd_ps(a, b, c))
+    }
+    #[inline(always)]
     fn lt(self, a: __m256, b: __m256) -> __m256 {
         proven!(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b))
     }
@@ -375,6 +380,17 @@ impl Lanes for Avx2 {
     #[inline(always)]
     fn sra_i<const N: i32>(self, a: __m256i) -> __m256i {
         proven!(_mm256_srai_epi32::<N>(a))
+    }
+
+    const ROUNDS: bool = true;
+
+    #[inline(always)]
+    fn round_even(self, x: __m256) -> __m256 {
+        // `vroundps`: round to nearest even (imm bits 1:0 = 0, bit 2 = 0: the immediate's mode,
+        // not MXCSR's), precision exception suppressed (bit 3).
+        proven!(_mm256_round_ps::<
+            { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
+        >(x))
     }
 
     // AVX2 has no compress: a permutation from a table indexed by the mask's eight bits.
@@ -631,6 +647,7 @@ impl Lanes for Avx512 {
     }
 
     const SCALES: bool = true;
+    const ROUNDS: bool = true;
     const CHEAP_SELECT: bool = true;
 
     #[inline(always)]

@@ -45,7 +45,7 @@ pub const FAST_EXP_Q: [f32; 4] = [0.008_312_525, 0.041_890_115, 0.166_671_14, 0.
 /// Spec steps 1 to 3: `(p, n, n_int)` with `exp(x) ~ p * 2^n`, `n` an integral float and
 /// `n_int` the same integer in `i32` lanes. In fast mode every multiply-add fuses.
 ///
-/// Exact mode on a lane type that [`Lanes::SCALES`] rounds `x * log2 e` with
+/// Exact mode on a lane type that [`Lanes::ROUNDS`] rounds `x * log2 e` with
 /// [`Lanes::round_even`] (one instruction) instead of the spec's `(x*c + M) - M`: the same
 /// integer for `|x*c| < 2^22` (the spec's own condition), except that it may be `-0` where the
 /// spec's is `+0`. That changes no later bit: `n = ±0` makes `r = x - 0*ln2_hi - 0*ln2_lo`,
@@ -67,15 +67,22 @@ fn reduce<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::F, L::I) {
 #[inline(always)]
 pub(super) fn reduce_arg<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::F, L::I) {
     let magic = l.splat(ROUND_MAGIC);
-    let (n, n_int) = if L::SCALES && !M::FAST {
+    let (n, n_int) = if L::ROUNDS && !M::FAST {
         let n = l.round_even(l.mul(x, l.splat(LOG2E)));
         (n, l.sub_i(l.to_bits(l.add(n, magic)), l.to_bits(magic)))
     } else {
         let t = M::madd(l, x, l.splat(LOG2E), magic);
         (l.sub(t, magic), l.sub_i(l.to_bits(t), l.to_bits(magic)))
     };
-    // (x - n*ln2_hi) - n*ln2_lo: n*(-c) + x is x - n*c, bit for bit.
-    let r = M::madd(l, n, l.splat(-LN2_HI), x);
+    // (x - n*ln2_hi) - n*ln2_lo: n*(-c) + x is x - n*c, bit for bit. The first product is
+    // exact wherever a result is kept (`|n| < 256`: 14 significant bits times at most 8), so
+    // in exact mode it may fuse (`madd_exact_product`: one FMA on AVX2) with the same bits;
+    // the second is not exact and stays a product and a sum.
+    let r = if M::FAST {
+        l.fma(n, l.splat(-LN2_HI), x)
+    } else {
+        l.madd_exact_product(n, l.splat(-LN2_HI), x)
+    };
     let r = M::madd(l, n, l.splat(-LN2_LO), r);
     (r, n, n_int)
 }

@@ -40,6 +40,7 @@ unit_tests! {
     lanes: [
         first_n_sets_the_first_n_lanes_on_every_lane_type,
         round_even_and_scale_pow2_keep_the_spec_arithmetic_on_every_lane_type,
+        madd_exact_product_is_the_product_and_the_sum_where_the_product_is_exact,
         partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type,
         select_by_sign_follows_the_sign_bit_on_every_lane_type,
         mul_splat_is_the_product_with_the_splat_on_every_lane_type,
