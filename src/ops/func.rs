@@ -314,6 +314,37 @@ pub mod tests {
         slice_maps_give_the_scalar_bits::<Exact>(Func::Tanh, &src, &lengths);
     }
 
+    /// The slice map of the exact sigmoid (a group's exp one loop step before its division,
+    /// `map_two_stage`) gives the scalar bits on every instruction set, out of place and in
+    /// place: groups in the one-scale range next to groups with a NaN, an infinity or a value
+    /// past `EXP_ONE_SCALE` (the general head and the NaN select) in their first, a middle or
+    /// their last register, such groups first and last in the slice and back to back, and
+    /// lengths of no whole group, one, and whole groups with single registers and a partial
+    /// one after them.
+    pub fn the_exact_sigmoid_slice_map_gives_the_scalar_bits() {
+        let mut src: Vec<f32> = (0..4_096)
+            .map(|i| -20.0 + 40.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+            .collect();
+        src.extend((0..512).map(|i| 85.9 + i as f32 / 2_048.0));
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -86.5,
+            90.0,
+            -0.0,
+            1e-40,
+        ];
+        for (k, &special) in specials.iter().enumerate() {
+            for at in [0, 5, 31, 32, 63, 64 * k + 100, 4_096 - 1 - 40 * k] {
+                src[at + 11 * k] = special;
+            }
+        }
+        let n = src.len();
+        let lengths = [n, n - 1, n - 37, 130, 97, 64, 40, 33, 32, 31, 9, 8, 3, 0];
+        slice_maps_give_the_scalar_bits::<Exact>(Func::Sigmoid, &src, &lengths);
+    }
+
     /// The slice map of the fast tanh (two registers at a time on AVX2, by
     /// `tanh_rational_of_set`) gives the scalar bits on every instruction set, out of place and
     /// in place: sets all in the clean form's range, sets with a lane from 8 on (the clamped

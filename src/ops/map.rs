@@ -38,6 +38,60 @@ pub fn map_wide<L: Lanes, K: Kernel>(l: L, io: SrcDst<'_>) {
     }
 }
 
+/// A kernel whose dependent chain ends in a short, slow tail (a division) after a long head
+/// (an exp): [`map_two_stage`] runs a group's head one loop step before its tail.
+pub trait TwoStage: Kernel {
+    /// What the head hands the tail (the exp's result, whether the register was clean).
+    type Head<F: Copy>: Copy;
+    /// The first stage of [`Kernel::apply`] of `x`.
+    fn head<L: Lanes>(l: L, x: L::F) -> Self::Head<L::F>;
+    /// The rest of [`Kernel::apply`]: `tail(x, head(x))` is `apply(x)`, bit for bit.
+    fn tail<L: Lanes>(l: L, x: L::F, h: Self::Head<L::F>) -> L::F;
+}
+
+/// [`map_wide`] with the head of each group of registers computed in the loop step before
+/// its tail: step `i` forms group `i`'s head, then group `i - 1`'s tail from that group's
+/// input (loaded again) and head, and stores it. The tail's inputs are ready when it issues,
+/// so its latency (a division's) no longer ends each step's chain, and the core's window holds
+/// the next heads beside it. The same bits: each register goes through `tail(x, head(x))`,
+/// which is [`Kernel::apply`], and the single registers and the padded tail through `apply`.
+/// In place, group `i` is read before group `i - 1` is written, and no group is read after it
+/// is written.
+#[inline(always)]
+pub fn map_two_stage<L: Lanes, K: TwoStage>(l: L, io: SrcDst<'_>) {
+    let g = l.wide_group();
+    let w = <L::WideGroup as Lanes>::WIDTH;
+    let (src, dst): (Option<&[f32]>, &mut [f32]) = (io.src, io.dst);
+    let n = dst.len() / w;
+    if n > 0 {
+        let mut head = K::head(g, load_from(g, src, dst, 0));
+        for i in 1..n {
+            let next = K::head(g, load_from(g, src, dst, i * w));
+            let y = K::tail(g, load_from(g, src, dst, (i - 1) * w), head);
+            g.store(y, &mut dst[(i - 1) * w..]);
+            head = next;
+        }
+        let y = K::tail(g, load_from(g, src, dst, (n - 1) * w), head);
+        g.store(y, &mut dst[(n - 1) * w..]);
+    }
+    let done = n * w;
+    let dst = &mut dst[done..];
+    match src {
+        Some(src) => map_lanes_by::<L, L, K>(l, l, &src[done..], dst),
+        None => map_lanes_in_place_by::<L, L, K>(l, l, dst),
+    }
+}
+
+/// The register of `g` at `at` of `src`, or of `dst` in place (a function, not a closure,
+/// so that it inlines into the trampoline).
+#[inline(always)]
+fn load_from<G: Lanes>(g: G, src: Option<&[f32]>, dst: &[f32], at: usize) -> G::F {
+    match src {
+        Some(src) => g.load(&src[at..]),
+        None => g.load(&dst[at..]),
+    }
+}
+
 /// [`map_lanes`] with the group `g` (registers of `l` taken together).
 #[inline(always)]
 fn map_lanes_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, src: &[f32], dst: &mut [f32]) {

@@ -4,7 +4,8 @@
 //! `e^-x` finite.
 
 use super::exp::{EXP_ONE_SCALE, FAST_EXP_LOW, exp_in, exp_in_range, fast_exp, fast_exp_in_range};
-use super::{all_abs_below, kernel_type, nan_where_nan, sign_bit};
+use super::map::{TwoStage, map_two_stage, map_wide};
+use super::{Kernel, SrcDst, all_abs_below, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::lanes::Mode;
 
@@ -15,12 +16,43 @@ pub fn sigmoid<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
         let (y, clean) = fast_over_one_plus_exp_neg(l, l.splat(1.0), x);
         return if clean { y } else { nan_where_nan(l, x, y) };
     }
-    // A register of `|x| < 86` (no NaN, the exp on its one-scale form) has no special value
-    // to place: one test instead of the exp's and the NaN select.
+    let (s, clean) = exact_head::<L, M>(l, x);
+    exact_tail(l, x, s, clean)
+}
+
+/// Exact sigmoid's first stage, `s = exp(-|x|)`, and whether the register is clean: a register
+/// of `|x| < 86` (no NaN, the exp on its one-scale form) has no special value to place, so one
+/// test replaces the exp's own, and the NaN select of [`exact_tail`] is skipped.
+#[inline(always)]
+fn exact_head<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, bool) {
     if all_abs_below(l, x, EXP_ONE_SCALE) {
-        return sigmoid_of_number::<L, M, true>(l, x);
+        (exp_in_range::<L, M>(l, nax_of(l, x)), true)
+    } else {
+        (exp_in::<L, M>(l, nax_of(l, x)), false)
     }
-    nan_where_nan(l, x, sigmoid_of_number::<L, M, false>(l, x))
+}
+
+/// Exact sigmoid's second stage from `s` ([`exact_head`]): [`sigmoid_of_number`]'s choice and
+/// division, and the canonical NaN unless the register was clean.
+#[inline(always)]
+fn exact_tail<L: Lanes>(l: L, x: L::F, s: L::F, clean: bool) -> L::F {
+    let y = over_one_plus(l, x, s);
+    if clean { y } else { nan_where_nan(l, x, y) }
+}
+
+/// The spec's `-|x|` as `x` with its sign bit set (see [`sigmoid_of_number`]).
+#[inline(always)]
+fn nax_of<L: Lanes>(l: L, x: L::F) -> L::F {
+    l.or(x, l.splat(-0.0))
+}
+
+/// `num / (1 + s)`, `num` the spec's `x >= 0 ? 1 : s` by the sign bit of `x` (see
+/// [`sigmoid_of_number`]).
+#[inline(always)]
+fn over_one_plus<L: Lanes>(l: L, x: L::F, s: L::F) -> L::F {
+    let one = l.splat(1.0);
+    let num = l.select_by_sign(x, s, one);
+    l.div(num, l.add(one, s))
 }
 
 /// Fast mode's `x * sigmoid(z)` as `x / (1 + e^-z)` on the fast exp (the sigmoid itself with
@@ -60,21 +92,48 @@ pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bo
 /// type.
 #[inline(always)]
 pub fn sigmoid_of_number<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F) -> L::F {
-    let one = l.splat(1.0);
-    let nax = l.or(x, l.splat(-0.0));
+    let nax = nax_of(l, x);
     let s = if IN_RANGE {
         exp_in_range::<L, M>(l, nax)
     } else {
         exp_in::<L, M>(l, nax)
     };
-    let num = l.select_by_sign(x, s, one);
-    l.div(num, l.add(one, s))
+    over_one_plus(l, x, s)
 }
 
-kernel_type!(
-    /// Kernel of [`sigmoid`].
-    Sigmoid => sigmoid, wide
-);
+/// Kernel of [`sigmoid`]. Exact mode's slice loop runs a group's exp one loop step before its
+/// division ([`map_two_stage`]); fast mode's is [`map_wide`]'s.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sigmoid<M>(core::marker::PhantomData<M>);
+
+impl<M: Mode> Kernel for Sigmoid<M> {
+    type Mode = M;
+    #[inline(always)]
+    fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
+        sigmoid::<L, M>(l, x)
+    }
+    #[inline(always)]
+    fn map<L: Lanes>(l: L, io: SrcDst<'_>) {
+        if M::FAST {
+            map_wide::<L, Self>(l, io)
+        } else {
+            map_two_stage::<L, Self>(l, io)
+        }
+    }
+}
+
+impl<M: Mode> TwoStage for Sigmoid<M> {
+    type Head<F: Copy> = (F, bool);
+    #[inline(always)]
+    fn head<L: Lanes>(l: L, x: L::F) -> (L::F, bool) {
+        debug_assert!(!M::FAST);
+        exact_head::<L, M>(l, x)
+    }
+    #[inline(always)]
+    fn tail<L: Lanes>(l: L, x: L::F, (s, clean): (L::F, bool)) -> L::F {
+        exact_tail(l, x, s, clean)
+    }
+}
 
 #[cfg(feature = "unit-tests")]
 #[doc(hidden)]
