@@ -328,18 +328,14 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
     } else {
         None
     };
-    let c_rows: Option<Vec<&mut [f32]>> = if K::IN_PLACE && w > 0 {
-        t.c.rows_mut().into_iter().map(|r| r.into_slice()).collect()
-    } else {
-        None
-    };
+    let c_in_place = K::IN_PLACE && w > 0 && (w == 1 || t.c.strides()[1] == 1);
     // Each part starts on a cache line (as the buffer does: `line_aligned`).
     let a_len = if a_rows.is_some() {
         0
     } else {
         (mc_pad * kc).next_multiple_of(LINE)
     };
-    let c_len = if c_rows.is_some() {
+    let c_len = if c_in_place {
         0
     } else {
         (mc_pad * ldc).next_multiple_of(LINE)
@@ -355,75 +351,72 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
     let zeros = &mut rest[..kc];
     zeros.fill(0.0);
     let zeros = &*zeros;
-    match c_rows {
-        Some(mut rows) => {
-            // After the first super-block C holds the partial sums to continue from.
-            if pass.depth == 0 {
-                rows.iter_mut().for_each(|r| r.fill(0.0));
-            } else {
-                pass.isa.dispatch_within::<M, _, K::Isas>(TileProduct::<K> {
-                    kc: blk.kc,
-                    a: t.a,
-                    a_rows: a_rows.as_deref(),
-                    zeros,
-                    bpack: t.bpack,
-                    apack,
-                    c: TileC::InPlace(&mut rows),
-                    edge,
-                    mc_pad,
-                    nt_pad,
-                    zero: pass.first,
-                    kernel: core::marker::PhantomData,
-                });
-            }
-            drop(rows);
-            complete_tile::<M>(
-                pass.isa,
-                pass.epilogue,
-                pass.batched,
-                pass.last,
-                (t.batch, t.row0, t.col0),
-                &mut t.c,
-            );
+    if !c_in_place && (pass.depth == 0 || !pass.first) {
+        cbuf.fill(0.0);
+        if !pass.first {
+            // Continue from the partial sums of the previous super-block (padding: zeros).
+            tile_view(&mut *cbuf, h, w, ldc)?.assign(&t.c);
         }
-        None => {
-            if !pass.first {
-                // Continue from the partial sums of the previous super-block (padding: zeros).
-                cbuf.fill(0.0);
-                tile_view(&mut *cbuf, h, w, ldc)?.assign(&t.c);
-            } else if pass.depth == 0 {
-                cbuf.fill(0.0);
+    }
+    // C's own rows when the tile accumulates in place (each is contiguous: `c_in_place`);
+    // after the first super-block they hold the partial sums to continue from.
+    let mut c_rows: Vec<&mut [f32]> = if c_in_place {
+        t.c.rows_mut()
+            .into_iter()
+            .filter_map(|r| r.into_slice())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if pass.depth == 0 {
+        c_rows.iter_mut().for_each(|r| r.fill(0.0));
+    } else {
+        // One dispatch for both places the tile may accumulate in.
+        let c = if c_in_place {
+            TileC::InPlace(&mut c_rows)
+        } else {
+            TileC::Buffer {
+                buf: &mut *cbuf,
+                ldc,
             }
-            if pass.depth > 0 {
-                pass.isa.dispatch_within::<M, _, K::Isas>(TileProduct::<K> {
-                    kc: blk.kc,
-                    a: t.a,
-                    a_rows: a_rows.as_deref(),
-                    zeros,
-                    bpack: t.bpack,
-                    apack,
-                    c: TileC::Buffer {
-                        buf: &mut *cbuf,
-                        ldc,
-                    },
-                    edge,
-                    mc_pad,
-                    nt_pad,
-                    zero: pass.first,
-                    kernel: core::marker::PhantomData,
-                });
-            }
-            let mut tile = tile_view(cbuf, h, w, ldc)?;
-            finish_tile::<M>(
-                pass.isa,
-                pass.epilogue,
-                pass.batched,
-                pass.last,
-                (t.batch, t.row0, t.col0),
-                &mut tile,
-                &mut t.c,
-            );
-        }
+        };
+        pass.isa.dispatch_within::<M, _, K::Isas>(TileProduct::<K> {
+            kc: blk.kc,
+            a: t.a,
+            a_rows: a_rows.as_deref(),
+            zeros,
+            bpack: t.bpack,
+            apack,
+            c,
+            edge,
+            mc_pad,
+            nt_pad,
+            zero: pass.first,
+            kernel: core::marker::PhantomData,
+        });
+    }
+    drop(c_rows);
+    let at = (t.batch, t.row0, t.col0);
+    if c_in_place {
+        complete_tile::<M>(
+            pass.isa,
+            pass.epilogue,
+            pass.batched,
+            pass.last,
+            at,
+            &mut t.c,
+        );
+    } else {
+        let mut tile = tile_view(cbuf, h, w, ldc)?;
+        finish_tile::<M>(
+            pass.isa,
+            pass.epilogue,
+            pass.batched,
+            pass.last,
+            at,
+            &mut tile,
+            &mut t.c,
+        );
     }
     SCRATCH.set(scratch);
     Ok(())

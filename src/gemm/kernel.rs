@@ -33,7 +33,11 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     /// there it paid in alternated runs (fast mode most), while AVX2's 6 x 2 kernel, which
     /// keeps six row pointers of A beside its loop, was no faster and at times slower
     /// (BENCHMARKS.md, "Choices in the code"); 14 x 2 would spill its 14 row pointers, and the
-    /// NEON and scalar kernels are unmeasured. The bits are the same either way.
+    /// NEON and scalar kernels are unmeasured. C in place with A still packed was no faster
+    /// for 6 x 2 either: the buffer it saves copying is a small share of the time, and where
+    /// C's rows are a multiple of 4 KiB apart (1024 or 3072 columns) the six rows of a
+    /// microtile fall in one set of the L1 cache beside the B micro-panel, which the buffer's
+    /// padded stride avoids. The bits are the same either way.
     const IN_PLACE: bool;
     /// The instruction sets that run this shape (`crate::gemm::Gemm` chooses it for them
     /// alone): the driver dispatches its tiles on these only, so that it is not compiled for
