@@ -363,7 +363,10 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
     let mut c_rows: Vec<&mut [f32]> = if c_in_place {
         t.c.rows_mut()
             .into_iter()
-            .filter_map(|r| r.into_slice())
+            .map(|r| {
+                r.into_slice()
+                    .expect("c_in_place: every row of C is contiguous")
+            })
             .collect()
     } else {
         Vec::new()

@@ -14,8 +14,8 @@ use crate::lanes::{Lanes, Mode, ROUND_MAGIC};
 
 /// `log2(e)` rounded to f32, `0x3FB8AA3B`.
 pub const LOG2E: f32 = 1.442_695_02;
-/// High part of `ln 2`, 14 significant bits so `n * LN2_HI` is exact for `|n| < 256`,
-/// `0x3F317200`.
+/// High part of `ln 2`, 15 significant bits (the spec's 14 after the leading one) so
+/// `n * LN2_HI` is exact for `|n| < 256` (at most 23 bits), `0x3F317200`.
 pub const LN2_HI: f32 = 0.693_145_751_953_125;
 /// Low part of `ln 2`, `0x35BFBE8E`.
 pub const LN2_LO: f32 = 1.428_606_8e-6;
@@ -75,7 +75,7 @@ pub(super) fn reduce_arg<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, L::F, L::I)
         (l.sub(t, magic), l.sub_i(l.to_bits(t), l.to_bits(magic)))
     };
     // (x - n*ln2_hi) - n*ln2_lo: n*(-c) + x is x - n*c, bit for bit. The first product is
-    // exact wherever a result is kept (`|n| < 256`: 14 significant bits times at most 8), so
+    // exact wherever a result is kept (`|n| < 256`: 15 significant bits times at most 8), so
     // in exact mode it may fuse (`madd_exact_product`: one FMA on AVX2) with the same bits;
     // the second is not exact and stays a product and a sum.
     let r = if M::FAST {

@@ -26,9 +26,21 @@ pub fn sigmoid<L: Lanes, M: Mode>(l: L, x: L::F) -> L::F {
 #[inline(always)]
 fn exact_head<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, bool) {
     if all_abs_below(l, x, EXP_ONE_SCALE) {
-        (exp_in_range::<L, M>(l, nax_of(l, x)), true)
+        (exp_neg_abs::<L, M, true>(l, x), true)
     } else {
-        (exp_in::<L, M>(l, nax_of(l, x)), false)
+        (exp_neg_abs::<L, M, false>(l, x), false)
+    }
+}
+
+/// The spec's `s = exp(-|x|)`, `-|x|` as `x` with its sign bit set (see
+/// [`sigmoid_of_number`]); `IN_RANGE`: every `|x| < EXP_ONE_SCALE`, the exp's one-scale form.
+#[inline(always)]
+fn exp_neg_abs<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F) -> L::F {
+    let nax = l.or(x, l.splat(-0.0));
+    if IN_RANGE {
+        exp_in_range::<L, M>(l, nax)
+    } else {
+        exp_in::<L, M>(l, nax)
     }
 }
 
@@ -38,12 +50,6 @@ fn exact_head<L: Lanes, M: Mode>(l: L, x: L::F) -> (L::F, bool) {
 fn exact_tail<L: Lanes>(l: L, x: L::F, s: L::F, clean: bool) -> L::F {
     let y = over_one_plus(l, x, s);
     if clean { y } else { nan_where_nan(l, x, y) }
-}
-
-/// The spec's `-|x|` as `x` with its sign bit set (see [`sigmoid_of_number`]).
-#[inline(always)]
-fn nax_of<L: Lanes>(l: L, x: L::F) -> L::F {
-    l.or(x, l.splat(-0.0))
 }
 
 /// `num / (1 + s)`, `num` the spec's `x >= 0 ? 1 : s` by the sign bit of `x` (see
@@ -92,13 +98,7 @@ pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bo
 /// type.
 #[inline(always)]
 pub fn sigmoid_of_number<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F) -> L::F {
-    let nax = nax_of(l, x);
-    let s = if IN_RANGE {
-        exp_in_range::<L, M>(l, nax)
-    } else {
-        exp_in::<L, M>(l, nax)
-    };
-    over_one_plus(l, x, s)
+    over_one_plus(l, x, exp_neg_abs::<L, M, IN_RANGE>(l, x))
 }
 
 /// Kernel of [`sigmoid`]. Exact mode's slice loop runs a group's exp one loop step before its

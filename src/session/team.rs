@@ -54,10 +54,10 @@ impl Team {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads - 1)
             .spawn_handler(|worker| {
-                // Each worker has set itself up (its signal stack among it) before the next is
-                // made. Under an address-space limit, a thread still starting when a later one
-                // took the last of the space aborts the whole process; waited for, it has
-                // what it needs, and the spawn that finds no room fails with an error.
+                // A worker is spawned only where the address-space limit leaves it room
+                // (`thread_room`: std aborts a thread that cannot map its signal stack), and
+                // has set itself up before the next is asked for, so that each check sees
+                // the space every earlier thread took.
                 super::thread_room::room_for_a_thread()?;
                 let (started, wait) = std::sync::mpsc::channel();
                 let handle =
