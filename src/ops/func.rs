@@ -291,11 +291,14 @@ pub mod tests {
         }
     }
 
-    /// The slice map of the exact tanh (four registers at a time on AVX2, by
-    /// `tanh_by_register`) gives the scalar bits on every instruction set, out of place and in
-    /// place: register sets all of the polynomial branch, all of the exp branch, mixed in some
-    /// registers only, with a NaN, an infinity or a value past `TANH_IN_RANGE` among them,
-    /// and lengths that end inside a register and inside a set of four.
+    /// The slice map of the exact tanh (four registers at a time on AVX2 by `tanh_by_stage`,
+    /// on NEON by `tanh_by_register`) gives the scalar bits on every instruction set, out of
+    /// place and in place: register sets all of the polynomial branch, all of the exp branch,
+    /// mixed in some registers only, with a NaN, an infinity or a value past `TANH_IN_RANGE`
+    /// among them, and lengths that end inside a register and inside a set of four; then the
+    /// special values in the first, a middle or the last register of a set, such sets first
+    /// and last in the slice and back to back, beside sets all of one branch, and lengths of
+    /// no whole set, one, and whole sets with single registers and a partial one after them.
     pub fn the_exact_tanh_slice_map_gives_the_scalar_bits() {
         let mut src: Vec<f32> = (0..4_096)
             .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
@@ -311,6 +314,40 @@ pub mod tests {
             src[300 * k + 7] = special;
         }
         let lengths = [src.len(), src.len() - 1, 35, 31, 8, 3];
+        slice_maps_give_the_scalar_bits::<Exact>(Func::Tanh, &src, &lengths);
+
+        // Sets of four AVX2 registers (32 lanes) in a row: spread over [-8, 8] (both branches),
+        // all below 0.6, all from 1 on.
+        let mut src: Vec<f32> = (0..4_096)
+            .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+            .collect();
+        src.extend((0..512).map(|i| -0.59 + i as f32 * (1.18 / 512.0)));
+        src.extend((0..512).map(|i| 1.0 + i as f32 / 16.0));
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -50.0,
+            crate::ops::tanh::TANH_IN_RANGE,
+            -0.0,
+            1e-40,
+        ];
+        let n = src.len();
+        for (k, &special) in specials.iter().enumerate() {
+            for at in [
+                0,
+                5,
+                31,
+                32,
+                63,
+                64 * k + 100,
+                4_096 + 40 * k,
+                n - 1 - 40 * k,
+            ] {
+                src[(at + 11 * k).min(n - 1)] = special;
+            }
+        }
+        let lengths = [n, n - 1, n - 37, 130, 97, 64, 40, 33, 32, 31, 9, 8, 3, 0];
         slice_maps_give_the_scalar_bits::<Exact>(Func::Tanh, &src, &lengths);
     }
 
