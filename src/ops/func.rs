@@ -267,15 +267,34 @@ pub mod tests {
         }
     }
 
+    /// The kernel's [`Kernel::apply`] on one scalar lane per element: no slice loop, so it
+    /// judges every [`Kernel::map`], the scalar one's included.
+    struct ApplyEach<'a> {
+        src: &'a [f32],
+        dst: &'a mut [f32],
+    }
+
+    impl KernelVisitor for ApplyEach<'_> {
+        type Output = ();
+        fn visit<K: Kernel>(self) {
+            let l = crate::lanes::Scalar::new();
+            for (y, &x) in self.dst.iter_mut().zip(self.src) {
+                *y = K::apply(l, x);
+            }
+        }
+    }
+
     /// `func` in mode `M` through the slice maps, into another slice and in place, on every
-    /// instruction set gives the scalar path's bits, on the last `n` elements of `src` for each
-    /// `n` of `lengths`.
+    /// instruction set gives the bits of its kernel's `apply`, one scalar lane at a time, on
+    /// the last `n` elements of `src` for each `n` of `lengths`.
     fn slice_maps_give_the_scalar_bits<M: Mode>(func: Func, src: &[f32], lengths: &[usize]) {
-        let scalar = Isa::Scalar.supported().unwrap();
         for &n in lengths {
             let src = &src[src.len() - n..];
             let mut want = vec![0f32; n];
-            map_slice::<M>(func, scalar, src, &mut want);
+            func.visit::<M, _>(ApplyEach {
+                src,
+                dst: &mut want,
+            });
             for isa in Isa::available() {
                 let isa_ok = isa.supported().unwrap();
                 let mut got = vec![0f32; n];
@@ -351,18 +370,19 @@ pub mod tests {
         slice_maps_give_the_scalar_bits::<Exact>(Func::Tanh, &src, &lengths);
     }
 
-    /// The slice map of the exact sigmoid (a group's exp one loop step before its division,
-    /// `map_two_stage`) gives the scalar bits on every instruction set, out of place and in
-    /// place: groups in the one-scale range next to groups with a NaN, an infinity or a value
-    /// past `EXP_ONE_SCALE` (the general head and the NaN select) in their first, a middle or
-    /// their last register, such groups first and last in the slice and back to back, and
-    /// lengths of no whole group, one, and whole groups with single registers and a partial
-    /// one after them.
-    pub fn the_exact_sigmoid_slice_map_gives_the_scalar_bits() {
+    /// The slice maps of the sigmoid, exact and fast (a group's exp one loop step before its
+    /// division, `map_two_stage`), give the scalar bits on every instruction set, out of place
+    /// and in place: groups in the exp's clean range next to groups with a NaN, an infinity or
+    /// a value past it (exact mode's `EXP_ONE_SCALE`, fast mode's clamp at 87.3: the general
+    /// head and the selects) in their first, a middle or their last register, such groups
+    /// first and last in the slice and back to back, and lengths of no whole group, one, and
+    /// whole groups with single registers and a partial one after them.
+    pub fn the_sigmoid_slice_maps_give_the_scalar_bits() {
         let mut src: Vec<f32> = (0..4_096)
             .map(|i| -20.0 + 40.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
             .collect();
         src.extend((0..512).map(|i| 85.9 + i as f32 / 2_048.0));
+        src.extend((0..512).map(|i| -87.5 + i as f32 / 1_024.0));
         let specials = [
             f32::NAN,
             f32::INFINITY,
@@ -371,6 +391,8 @@ pub mod tests {
             90.0,
             -0.0,
             1e-40,
+            -87.4,
+            87.4,
         ];
         for (k, &special) in specials.iter().enumerate() {
             for at in [0, 5, 31, 32, 63, 64 * k + 100, 4_096 - 1 - 40 * k] {
@@ -380,6 +402,7 @@ pub mod tests {
         let n = src.len();
         let lengths = [n, n - 1, n - 37, 130, 97, 64, 40, 33, 32, 31, 9, 8, 3, 0];
         slice_maps_give_the_scalar_bits::<Exact>(Func::Sigmoid, &src, &lengths);
+        slice_maps_give_the_scalar_bits::<Fast>(Func::Sigmoid, &src, &lengths);
     }
 
     /// The slice map of the fast tanh (two registers at a time on AVX2, by

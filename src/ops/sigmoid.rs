@@ -75,14 +75,33 @@ fn over_one_plus<L: Lanes>(l: L, x: L::F, s: L::F) -> L::F {
 /// canonical one; a clean register has none).
 #[inline(always)]
 pub fn fast_over_one_plus_exp_neg<L: Lanes>(l: L, x: L::F, z: L::F) -> (L::F, bool) {
+    let (d, clean) = fast_one_plus_exp_neg(l, z);
+    (fast_over(l, x, z, d, clean), clean)
+}
+
+/// The first stage of [`fast_over_one_plus_exp_neg`]: `d = 1 + e^-z` on the fast exp, and
+/// whether the register is clean (its clean form where it is).
+#[inline(always)]
+fn fast_one_plus_exp_neg<L: Lanes>(l: L, z: L::F) -> (L::F, bool) {
     let nz = l.sub(l.splat(0.0), z);
     let one = l.splat(1.0);
     if all_abs_below(l, nz, (-FAST_EXP_LOW).next_up()) {
-        return (l.div(x, l.add(one, fast_exp_in_range(l, nz))), true);
+        (l.add(one, fast_exp_in_range(l, nz)), true)
+    } else {
+        (l.add(one, fast_exp(l, nz)), false)
     }
-    let limit = l.splat(-FAST_EXP_LOW);
-    let y = l.div(x, l.add(one, fast_exp(l, nz)));
-    (l.select(l.gt(nz, limit), sign_bit(l, x), y), false)
+}
+
+/// The second stage of [`fast_over_one_plus_exp_neg`]: `x / d`, and past the clamp the zero
+/// with the sign of `x` (the first stage's `clean` says there is none).
+#[inline(always)]
+fn fast_over<L: Lanes>(l: L, x: L::F, z: L::F, d: L::F, clean: bool) -> L::F {
+    let y = l.div(x, d);
+    if clean {
+        return y;
+    }
+    let nz = l.sub(l.splat(0.0), z);
+    l.select(l.gt(nz, l.splat(-FAST_EXP_LOW)), sign_bit(l, x), y)
 }
 
 /// [`sigmoid`] where `x` is not NaN (a NaN lane gets an unspecified value). `IN_RANGE`: the
@@ -101,8 +120,10 @@ pub fn sigmoid_of_number<L: Lanes, M: Mode, const IN_RANGE: bool>(l: L, x: L::F)
     over_one_plus(l, x, exp_neg_abs::<L, M, IN_RANGE>(l, x))
 }
 
-/// Kernel of [`sigmoid`]. Exact mode's slice loop runs a group's exp one loop step before its
-/// division ([`map_two_stage`]); fast mode's is [`map_wide`]'s.
+/// Kernel of [`sigmoid`]. The slice loop runs a group's exp one loop step before its division
+/// ([`map_two_stage`]): the division's latency no longer ends each step's chain. Fast mode on
+/// AVX-512 ([`Lanes::CHEAP_SELECT`]) keeps [`map_wide`]'s loop, the form timed there; the
+/// two stages were timed on AVX2 only.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sigmoid<M>(core::marker::PhantomData<M>);
 
@@ -114,7 +135,7 @@ impl<M: Mode> Kernel for Sigmoid<M> {
     }
     #[inline(always)]
     fn map<L: Lanes>(l: L, io: SrcDst<'_>) {
-        if M::FAST {
+        if M::FAST && L::CHEAP_SELECT {
             map_wide::<L, Self>(l, io)
         } else {
             map_two_stage::<L, Self>(l, io)
@@ -126,12 +147,20 @@ impl<M: Mode> TwoStage for Sigmoid<M> {
     type Head<F: Copy> = (F, bool);
     #[inline(always)]
     fn head<L: Lanes>(l: L, x: L::F) -> (L::F, bool) {
-        debug_assert!(!M::FAST);
-        exact_head::<L, M>(l, x)
+        if M::FAST {
+            fast_one_plus_exp_neg(l, x)
+        } else {
+            exact_head::<L, M>(l, x)
+        }
     }
     #[inline(always)]
     fn tail<L: Lanes>(l: L, x: L::F, (s, clean): (L::F, bool)) -> L::F {
-        exact_tail(l, x, s, clean)
+        if M::FAST {
+            let y = fast_over(l, l.splat(1.0), x, s, clean);
+            if clean { y } else { nan_where_nan(l, x, y) }
+        } else {
+            exact_tail(l, x, s, clean)
+        }
     }
 }
 

@@ -75,7 +75,7 @@ unit_tests! {
     ops_func: [
         a_group_gives_the_bits_of_its_registers_one_at_a_time,
         the_exact_tanh_slice_map_gives_the_scalar_bits,
-        the_exact_sigmoid_slice_map_gives_the_scalar_bits,
+        the_sigmoid_slice_maps_give_the_scalar_bits,
         the_fast_tanh_slice_map_gives_the_scalar_bits,
         sorted_kernels_give_the_scalar_bits_on_every_isa,
     ]
