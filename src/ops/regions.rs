@@ -142,6 +142,11 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
 /// single registers (one register per step left the finishing pass, a dependent chain per
 /// register, short of independent work), and region B's formula runs a
 /// [`Lanes::WideGroup`] per step over its buffer.
+///
+/// The groups are whole ([`gather_b_of_groups`], [`finish_groups`]): loaded and stored without
+/// the length of each of their registers that a partial load computes, which on AVX2 (a group of
+/// four registers, the compress a table's permutation) was a good part of the two passes'
+/// instructions; only the single registers after them may end in a partial one.
 #[inline(always)]
 fn chunk_by_regions<L: Lanes, R: TwoRegions>(
     l: L,
@@ -152,16 +157,64 @@ fn chunk_by_regions<L: Lanes, R: TwoRegions>(
     let grouped = dst.len() - dst.len() % <L::Group as Lanes>::WIDTH;
     // Region B's arguments to the front of the buffer, in lane order (what lies past them is
     // left from an earlier chunk: computed and never read).
-    let n_b = gather_b::<_, R>(l.group(), src, dst, 0..grouped, buf_b, 0);
+    let n_b = gather_b_of_groups::<_, R>(l.group(), src, dst, grouped, buf_b);
     let n_b = gather_b::<_, R>(l, src, dst, grouped..dst.len(), buf_b, n_b);
     // Its formula over its own lanes only, in whole registers (the lanes past the count are
     // left-overs, computed and never read).
     let b_registers = &mut buf_b[..n_b.div_ceil(L::WIDTH) * L::WIDTH];
     map_wide::<L, FormulaB<R>>(l, SrcDst::in_place(b_registers));
     // Back to the lanes, with region A's formula where a lane needs it, finished.
-    let p_b = finish_lanes::<_, R>(l.group(), src, dst, 0..grouped, buf_b, 0);
+    let p_b = finish_groups::<_, R>(l.group(), src, dst, grouped, buf_b);
     finish_lanes::<_, R>(l, src, dst, grouped..dst.len(), buf_b, p_b);
     n_b
+}
+
+/// [`gather_b`] of the whole registers of `x` (groups) at `0..end` (`end` a multiple of the
+/// width), from the front of `buf`; returns the count.
+#[inline(always)]
+fn gather_b_of_groups<X: Lanes, R: TwoRegions>(
+    x: X,
+    src: Option<&[f32]>,
+    dst: &[f32],
+    end: usize,
+    buf: &mut [f32],
+) -> usize {
+    let mut n_b = 0;
+    for c in src.unwrap_or(dst)[..end].chunks_exact(X::WIDTH) {
+        let v = x.load(c);
+        let arg = R::arg(x, v);
+        let (_, in_b) = R::regions(x, v, arg);
+        n_b += x.compress(arg, in_b, &mut buf[n_b..]);
+    }
+    n_b
+}
+
+/// [`finish_lanes`] of the whole registers of `x` (groups) at `0..end` (`end` a multiple of
+/// the width), region B's values from the front of `buf`; returns the position after the last
+/// one taken.
+#[inline(always)]
+fn finish_groups<X: Lanes, R: TwoRegions>(
+    x: X,
+    src: Option<&[f32]>,
+    dst: &mut [f32],
+    end: usize,
+    buf: &[f32],
+) -> usize {
+    let mut p_b = 0;
+    for start in (0..end).step_by(X::WIDTH) {
+        let v = match src {
+            Some(s) => x.load(&s[start..start + X::WIDTH]),
+            None => x.load(&dst[start..start + X::WIDTH]),
+        };
+        let arg = R::arg(x, v);
+        let (in_a, in_b) = R::regions(x, v, arg);
+        let a = R::formula_a_where_needed(x, in_a, arg);
+        let b = x.expand(&buf[p_b..], in_b, arg);
+        p_b += x.count(in_b);
+        let y = R::finish(x, v, in_a, in_b, a, b);
+        x.store(y, &mut dst[start..start + X::WIDTH]);
+    }
+    p_b
 }
 
 /// The register of `x` at `start..start + len` of `src` (of `dst` itself when `src` is
@@ -271,10 +324,11 @@ pub mod tests {
         }
     }
 
-    /// Inputs for the tests of kernels sorted by regions, for lengths that end inside a register and inside a chunk:
-    /// a spread where every register mixes both regions and the saturated lanes, the same with
-    /// special values and region edges, runs of one region only, and chunks of mostly region B
-    /// (left in the register form) between sorted ones.
+    /// Inputs for the tests of kernels sorted by regions, for lengths that end inside a register,
+    /// around a group and inside a chunk: a spread where every register mixes both regions and
+    /// the saturated lanes, the same with special values and region edges (every seventh lane;
+    /// and at the edges of registers, groups and chunks), runs of one region only, and chunks
+    /// of mostly region B (left in the register form) between sorted ones.
     pub fn inputs() -> Vec<Vec<f32>> {
         let specials = [
             f32::NAN,
@@ -302,7 +356,9 @@ pub mod tests {
             -1e-40,
         ];
         let mut all = Vec::new();
-        for n in [1, 15, 16, 17, 255, 256, 257, 1000, 1024, 1025, 2100] {
+        for n in [
+            1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1000, 1024, 1025, 2100,
+        ] {
             let spread: Vec<f32> = (0..n)
                 .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 1009) as f32 / 1009.0))
                 .collect();
@@ -315,7 +371,25 @@ pub mod tests {
             let mut mixed = large.repeat(4);
             mixed.extend(&spread);
             mixed.extend(small.iter().chain(&odd).cycle().take(8 * n));
-            all.extend([spread, odd, small, large, mixed]);
+            // The specials at the first, a middle and the last lane of registers, of groups
+            // (AVX2's 32 lanes, AVX-512's 64) and of chunks, in a sorted chunk and in one
+            // left in the register form (after a chunk of region B only).
+            let mut edges = spread.clone();
+            let mut after_b = vec![-2.0f32; CHUNK];
+            after_b.extend(&spread);
+            let lanes = [
+                0, 3, 7, 8, 15, 16, 31, 32, 47, 63, 64, 95, 511, 1023, 1024, 1055,
+            ];
+            for (j, &at) in lanes.iter().enumerate() {
+                for (k, v) in [&mut edges, &mut after_b].into_iter().enumerate() {
+                    for at in [at, CHUNK + at] {
+                        if at < v.len() {
+                            v[at] = specials[(j + 5 * k + at / CHUNK) % specials.len()];
+                        }
+                    }
+                }
+            }
+            all.extend([spread, odd, small, large, mixed, edges, after_b]);
         }
         all
     }
