@@ -143,7 +143,7 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
 /// register, short of independent work), and region B's formula runs a
 /// [`Lanes::WideGroup`] per step over its buffer.
 ///
-/// The groups are whole ([`gather_b_of_groups`], [`finish_groups`]): loaded and stored without
+/// The groups are whole (`WHOLE` in [`gather_b`], [`finish_lanes`]): loaded and stored without
 /// the length of each of their registers that a partial load computes, which on AVX2 (a group of
 /// four registers, the compress a table's permutation) was a good part of the two passes'
 /// instructions; only the single registers after them may end in a partial one.
@@ -157,77 +157,41 @@ fn chunk_by_regions<L: Lanes, R: TwoRegions>(
     let grouped = dst.len() - dst.len() % <L::Group as Lanes>::WIDTH;
     // Region B's arguments to the front of the buffer, in lane order (what lies past them is
     // left from an earlier chunk: computed and never read).
-    let n_b = gather_b_of_groups::<_, R>(l.group(), src, dst, grouped, buf_b);
-    let n_b = gather_b::<_, R>(l, src, dst, grouped..dst.len(), buf_b, n_b);
+    let n_b = gather_b::<_, R, true>(l.group(), src, dst, 0..grouped, buf_b, 0);
+    let n_b = gather_b::<_, R, false>(l, src, dst, grouped..dst.len(), buf_b, n_b);
     // Its formula over its own lanes only, in whole registers (the lanes past the count are
     // left-overs, computed and never read).
     let b_registers = &mut buf_b[..n_b.div_ceil(L::WIDTH) * L::WIDTH];
     map_wide::<L, FormulaB<R>>(l, SrcDst::in_place(b_registers));
     // Back to the lanes, with region A's formula where a lane needs it, finished.
-    let p_b = finish_groups::<_, R>(l.group(), src, dst, grouped, buf_b);
-    finish_lanes::<_, R>(l, src, dst, grouped..dst.len(), buf_b, p_b);
+    let p_b = finish_lanes::<_, R, true>(l.group(), src, dst, 0..grouped, buf_b, 0);
+    finish_lanes::<_, R, false>(l, src, dst, grouped..dst.len(), buf_b, p_b);
     n_b
-}
-
-/// [`gather_b`] of the whole registers of `x` (groups) at `0..end` (`end` a multiple of the
-/// width), from the front of `buf`; returns the count.
-#[inline(always)]
-fn gather_b_of_groups<X: Lanes, R: TwoRegions>(
-    x: X,
-    src: Option<&[f32]>,
-    dst: &[f32],
-    end: usize,
-    buf: &mut [f32],
-) -> usize {
-    let mut n_b = 0;
-    for c in src.unwrap_or(dst)[..end].chunks_exact(X::WIDTH) {
-        let v = x.load(c);
-        let arg = R::arg(x, v);
-        let (_, in_b) = R::regions(x, v, arg);
-        n_b += x.compress(arg, in_b, &mut buf[n_b..]);
-    }
-    n_b
-}
-
-/// [`finish_lanes`] of the whole registers of `x` (groups) at `0..end` (`end` a multiple of
-/// the width), region B's values from the front of `buf`; returns the position after the last
-/// one taken.
-#[inline(always)]
-fn finish_groups<X: Lanes, R: TwoRegions>(
-    x: X,
-    src: Option<&[f32]>,
-    dst: &mut [f32],
-    end: usize,
-    buf: &[f32],
-) -> usize {
-    let mut p_b = 0;
-    for start in (0..end).step_by(X::WIDTH) {
-        let v = match src {
-            Some(s) => x.load(&s[start..start + X::WIDTH]),
-            None => x.load(&dst[start..start + X::WIDTH]),
-        };
-        let arg = R::arg(x, v);
-        let (in_a, in_b) = R::regions(x, v, arg);
-        let a = R::formula_a_where_needed(x, in_a, arg);
-        let b = x.expand(&buf[p_b..], in_b, arg);
-        p_b += x.count(in_b);
-        let y = R::finish(x, v, in_a, in_b, a, b);
-        x.store(y, &mut dst[start..start + X::WIDTH]);
-    }
-    p_b
 }
 
 /// The register of `x` at `start..start + len` of `src` (of `dst` itself when `src` is
-/// `None`), zero-padded.
+/// `None`), zero-padded; `WHOLE`: `len` is the width, loaded without a length.
 #[inline(always)]
-fn load_at<X: Lanes>(x: X, src: Option<&[f32]>, dst: &[f32], start: usize, len: usize) -> X::F {
-    x.load_partial(&src.unwrap_or(dst)[start..start + len], 0.0)
+fn load_at<X: Lanes, const WHOLE: bool>(
+    x: X,
+    src: Option<&[f32]>,
+    dst: &[f32],
+    start: usize,
+    len: usize,
+) -> X::F {
+    let from = &src.unwrap_or(dst)[start..start + len];
+    if WHOLE {
+        x.load(from)
+    } else {
+        x.load_partial(from, 0.0)
+    }
 }
 
-/// Region B's arguments of the elements `range` (registers of `x`, the last one partial), in
-/// lane order, to `buf` from `n_b` on; returns the new count.
+/// Region B's arguments of the elements `range` (registers of `x`, the last one partial; all
+/// whole, loaded without a length, when `WHOLE`), in lane order, to `buf` from `n_b` on;
+/// returns the new count.
 #[inline(always)]
-fn gather_b<X: Lanes, R: TwoRegions>(
+fn gather_b<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     x: X,
     src: Option<&[f32]>,
     dst: &[f32],
@@ -236,7 +200,7 @@ fn gather_b<X: Lanes, R: TwoRegions>(
     mut n_b: usize,
 ) -> usize {
     for start in range.clone().step_by(X::WIDTH) {
-        let v = load_at(x, src, dst, start, X::WIDTH.min(range.end - start));
+        let v = load_at::<X, WHOLE>(x, src, dst, start, X::WIDTH.min(range.end - start));
         let arg = R::arg(x, v);
         let (_, in_b) = R::regions(x, v, arg);
         n_b += x.compress(arg, in_b, &mut buf[n_b..]);
@@ -244,10 +208,11 @@ fn gather_b<X: Lanes, R: TwoRegions>(
     n_b
 }
 
-/// The elements `range` (registers of `x`, the last one partial) finished, region B's values
-/// expanded from `buf` from `p_b` on; returns the position after the last one taken.
+/// The elements `range` (registers of `x`, the last one partial; all whole when `WHOLE`)
+/// finished, region B's values expanded from `buf` from `p_b` on; returns the position after
+/// the last one taken.
 #[inline(always)]
-fn finish_lanes<X: Lanes, R: TwoRegions>(
+fn finish_lanes<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     x: X,
     src: Option<&[f32]>,
     dst: &mut [f32],
@@ -257,16 +222,18 @@ fn finish_lanes<X: Lanes, R: TwoRegions>(
 ) -> usize {
     for start in range.clone().step_by(X::WIDTH) {
         let len = X::WIDTH.min(range.end - start);
-        let v = load_at(x, src, dst, start, len);
+        let v = load_at::<X, WHOLE>(x, src, dst, start, len);
         let arg = R::arg(x, v);
         let (in_a, in_b) = R::regions(x, v, arg);
         let a = R::formula_a_where_needed(x, in_a, arg);
         let b = x.expand(&buf[p_b..], in_b, arg);
         p_b += x.count(in_b);
-        x.store_partial(
-            R::finish(x, v, in_a, in_b, a, b),
-            &mut dst[start..start + len],
-        );
+        let y = R::finish(x, v, in_a, in_b, a, b);
+        if WHOLE {
+            x.store(y, &mut dst[start..start + len]);
+        } else {
+            x.store_partial(y, &mut dst[start..start + len]);
+        }
     }
     p_b
 }
