@@ -268,10 +268,13 @@ pub(crate) trait IsaSet {
     /// Scalar code.
     const SCALAR: bool;
     /// SSE2 (with or without FMA).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     const SSE2: bool;
     /// AVX2.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     const AVX2: bool;
     /// AVX-512.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     const AVX512: bool;
     /// NEON.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
