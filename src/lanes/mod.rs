@@ -24,6 +24,8 @@ pub(crate) mod transpose;
 mod x86;
 #[cfg(target_arch = "x86_64")]
 mod x86_asm;
+#[cfg(target_arch = "x86_64")]
+mod x86_tanh_asm;
 
 pub use fpenv::{ExactFpEnv, exact_scalar};
 pub(crate) use isa::IsaSet;
@@ -165,6 +167,16 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     #[inline(always)]
     fn exact_pairs_6x2(self, _a: &[f32], _b: &[f32], _acc: &mut [Self::F]) -> bool {
         false
+    }
+    /// Exact mode's `tanh` (`crate::ops::tanh::tanh`, bit for bit) of the leading blocks of
+    /// `src` (of `dst` itself when `None`, in place) into `dst`, where this lane type has it as
+    /// a loop in assembly (AVX2, blocks of three registers): block by block up to the first
+    /// that has a lane of `|x| >= TANH_IN_RANGE` or NaN, or to the last whole block. Returns
+    /// the count of leading elements written; the caller maps that block (or the tail) itself,
+    /// then calls again after it. 0 where the lane type has no such loop (the default).
+    #[inline(always)]
+    fn exact_tanh_in_range(self, _src: Option<&[f32]>, _dst: &mut [f32]) -> usize {
+        0
     }
     /// `a / b`, correctly rounded (never a reciprocal estimate).
     fn div(self, a: Self::F, b: Self::F) -> Self::F;
@@ -765,6 +777,122 @@ pub mod tests {
                         f32::from_bits(w)
                     );
                 }
+            }
+        }
+    }
+
+    /// `exact_tanh_in_range` of `src`, out of place (`dst` filled with a NaN first) or in
+    /// place: the count it returned and `dst`.
+    struct TanhInRange<'a> {
+        src: &'a [f32],
+        in_place: bool,
+    }
+
+    impl LaneOp for TanhInRange<'_> {
+        type Output = (usize, Vec<f32>);
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            if self.in_place {
+                let mut dst = self.src.to_vec();
+                (l.exact_tanh_in_range(None, &mut dst), dst)
+            } else {
+                let mut dst = vec![f32::NAN; self.src.len()];
+                (l.exact_tanh_in_range(Some(self.src), &mut dst), dst)
+            }
+        }
+    }
+
+    /// `exact_tanh_in_range` writes the scalar kernel's bits (`Tanh::apply` one lane at a time)
+    /// on whole blocks of 24 lanes up to the first block with a lane it does not take (NaN,
+    /// `|x| >= TANH_IN_RANGE`), and nothing after them; out of place and in place, on AVX2 (the
+    /// lane type that has it; the others write nothing): both branches and their boundary
+    /// (`0.6`), `TANH_IN_RANGE`'s neighbours, zeros, subnormals, blocks all of the polynomial
+    /// branch or all of the exp's next to mixed ones, lengths that end inside a block, and a
+    /// value it does not take at the start, the end and the middle of a block.
+    pub fn exact_tanh_in_range_gives_the_scalar_bits_up_to_a_lane_out_of_range() {
+        use crate::ops::Kernel;
+        use crate::ops::tanh::{TANH_IN_RANGE, TANH_SMALL, Tanh};
+        const BLOCK: usize = 24;
+        let edges = [
+            0.0,
+            -0.0,
+            1e-45,
+            -1e-40,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE.next_down(),
+            TANH_SMALL,
+            -TANH_SMALL.next_down(),
+            TANH_SMALL.next_up(),
+            TANH_IN_RANGE.next_down(),
+            -TANH_IN_RANGE.next_down(),
+            1.0,
+            -9.0,
+        ];
+        let spread = |n: usize, lo: f32, hi: f32| -> Vec<f32> {
+            (0..n)
+                .map(|i| lo + (hi - lo) * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+                .collect()
+        };
+        let mut src: Vec<f32> = edges.to_vec();
+        src.extend(spread(3_000, -42.99, 42.99));
+        src.extend(spread(5 * BLOCK, -0.6, 0.6));
+        src.extend(spread(1_000, -8.0, 8.0));
+        src.extend(spread(4 * BLOCK, 0.6, 20.0));
+        src.extend(edges.iter().rev());
+        src.extend(spread(600, -0.7, 0.7));
+        // Every float from just below 0.6 to just above it, both signs.
+        let around = TANH_SMALL.to_bits() - 300..TANH_SMALL.to_bits() + 300;
+        src.extend(
+            around
+                .flat_map(|b| [b, b | 0x8000_0000])
+                .map(f32::from_bits),
+        );
+        let small = src.iter().filter(|x| x.abs() < TANH_SMALL).count();
+        assert!(small > 1_000 && small < src.len() - 1_000, "{small}");
+        let scalar = crate::lanes::Scalar::new();
+        let check = |src: &[f32], stop: usize| {
+            for isa in Isa::available() {
+                for in_place in [false, true] {
+                    let (n, dst) = isa
+                        .supported()
+                        .unwrap()
+                        .dispatch::<Exact, _>(TanhInRange { src, in_place });
+                    let want = if isa == Isa::Avx2 { stop } else { 0 };
+                    assert_eq!(n, want, "{isa} in place {in_place}: {} lanes", src.len());
+                    for (i, (&x, &y)) in src.iter().zip(&dst).enumerate() {
+                        let want = if i < n {
+                            Tanh::apply(scalar, x)
+                        } else if in_place {
+                            x
+                        } else {
+                            f32::NAN
+                        };
+                        assert_eq!(
+                            y.to_bits(),
+                            want.to_bits(),
+                            "{isa} in place {in_place}: tanh({x:e}) at {i} of {}",
+                            src.len()
+                        );
+                    }
+                }
+            }
+        };
+        for len in [src.len(), src.len() - 1, 97, 49, 48, 47, 25, 24, 23, 1, 0] {
+            let src = &src[src.len() - len..];
+            check(src, len / BLOCK * BLOCK);
+        }
+        // A lane out of range stops the loop at its block.
+        for out in [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            TANH_IN_RANGE,
+            -TANH_IN_RANGE,
+            50.0,
+        ] {
+            for at in [0, 23, 24, 35, 47, 7 * BLOCK + 1, src.len() - 1] {
+                let mut src = src.clone();
+                src[at] = out;
+                check(&src, at / BLOCK * BLOCK);
             }
         }
     }

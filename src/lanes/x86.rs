@@ -7,6 +7,7 @@
 use core::arch::x86_64::*;
 
 use super::x86_asm::{exact_pairs_6x2_avx2, mul_broadcast_avx512};
+use super::x86_tanh_asm::exact_tanh_in_range_avx2;
 use super::{LaneOp, Lanes, Mode, Pair};
 
 /// 128-bit registers (four `f32` lanes), SSE2. `FMA` says whether [`Lanes::fma`] may use the
@@ -278,6 +279,11 @@ impl Lanes for Avx2 {
         // SAFETY: a token of this type exists only after `Isa::supported` checked AVX2.
         unsafe { exact_pairs_6x2_avx2(a, b, acc) };
         true
+    }
+    #[inline(always)]
+    fn exact_tanh_in_range(self, src: Option<&[f32]>, dst: &mut [f32]) -> usize {
+        // SAFETY: a token of this type exists only after `Isa::supported` checked AVX2 and FMA.
+        unsafe { exact_tanh_in_range_avx2(src, dst) }
     }
     #[inline(always)]
     fn div(self, a: __m256, b: __m256) -> __m256 {

@@ -310,8 +310,9 @@ pub mod tests {
         }
     }
 
-    /// The slice map of the exact tanh (four registers at a time on AVX2 by `tanh_by_stage`,
-    /// on NEON by `tanh_by_register`) gives the scalar bits on every instruction set, out of
+    /// The slice map of the exact tanh (on AVX2 blocks of three registers by the loop in
+    /// assembly, `Lanes::exact_tanh_in_range`, and four registers by `tanh_by_stage` where it
+    /// stops; on NEON four by `tanh_by_register`) gives the scalar bits on every instruction set, out of
     /// place and in place: register sets all of the polynomial branch, all of the exp branch,
     /// mixed in some registers only, with a NaN, an infinity or a value past `TANH_IN_RANGE`
     /// among them, and lengths that end inside a register and inside a set of four; then the
@@ -335,8 +336,9 @@ pub mod tests {
         let lengths = [src.len(), src.len() - 1, 35, 31, 8, 3];
         slice_maps_give_the_scalar_bits::<Exact>(Func::Tanh, &src, &lengths);
 
-        // Sets of four AVX2 registers (32 lanes) in a row: spread over [-8, 8] (both branches),
-        // all below 0.6, all from 1 on.
+        // Sets of four AVX2 registers (32 lanes) in a row, and the assembly loop's blocks of 24:
+        // spread over [-8, 8] (both branches), all below 0.6, all from 1 on; the special values
+        // at the first and last lanes of blocks and sets too.
         let mut src: Vec<f32> = (0..4_096)
             .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
             .collect();
@@ -356,8 +358,11 @@ pub mod tests {
             for at in [
                 0,
                 5,
+                23,
+                24,
                 31,
                 32,
+                47,
                 63,
                 64 * k + 100,
                 4_096 + 40 * k,

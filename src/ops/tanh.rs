@@ -54,8 +54,8 @@ pub const TANH_IN_RANGE: f32 = EXP_ONE_SCALE / 2.0;
 /// `|x| < TANH_IN_RANGE` (the usual case) skips the exp's range test and the NaN select: one
 /// test instead of two, the same bits. Other lane types keep the exp's own test here (on AVX2
 /// a group with the single test held the two-branch body twice, once per path, and was
-/// slower); AVX2's slice loop is [`tanh_by_register`], which takes the single test per four
-/// registers.
+/// slower); AVX2's slice loop is in assembly ([`Lanes::exact_tanh_in_range`]), and where
+/// that stops [`tanh_by_stage`], which takes the single test per four registers.
 #[inline(always)]
 pub fn tanh<L: Lanes>(l: L, x: L::F) -> L::F {
     if L::CHEAP_SELECT && all_abs_below(l, x, TANH_IN_RANGE) {
@@ -139,9 +139,10 @@ impl Kernel for Tanh {
         tanh(l, x)
     }
     /// On lane types whose select is not cheap and whose group is four registers, four
-    /// registers at a time: by [`tanh_by_stage`] on AVX2 (eight lanes), by [`tanh_by_register`]
-    /// on NEON (four lanes), where the stage form has not been measured; elsewhere a group at a
-    /// time.
+    /// registers at a time: on AVX2 (eight lanes) by the loop in assembly
+    /// ([`Lanes::exact_tanh_in_range`]) and, where it stops, by [`tanh_by_stage`]; by
+    /// [`tanh_by_register`] on NEON (four lanes), where the stage form has not been measured;
+    /// elsewhere a group at a time.
     #[inline(always)]
     fn map<L: Lanes>(l: L, io: SrcDst<'_>) {
         if L::CHEAP_SELECT || <L::Group as Lanes>::WIDTH != 4 * L::WIDTH {
@@ -151,14 +152,29 @@ impl Kernel for Tanh {
             };
         }
         if L::WIDTH == 8 {
-            return map_register_arrays::<L, 4>(
-                l,
-                io,
-                #[inline(always)]
-                |x| tanh_by_stage(l, x),
-                #[inline(always)]
-                |x| tanh(l, x),
-            );
+            // The lane type's loop in assembly where it has one (AVX2), up to a block with a
+            // lane it does not take (NaN, or `|x| >= TANH_IN_RANGE`); that block, or the tail,
+            // by a set of four registers of the stage form, then the loop again after it.
+            let SrcDst { src, dst } = io;
+            let mut start = 0;
+            while start < dst.len() {
+                start += l.exact_tanh_in_range(src.map(|s| &s[start..]), &mut dst[start..]);
+                let end = dst.len().min(start + 4 * L::WIDTH);
+                let set = SrcDst {
+                    src: src.map(|s| &s[start..end]),
+                    dst: &mut dst[start..end],
+                };
+                map_register_arrays::<L, 4>(
+                    l,
+                    set,
+                    #[inline(always)]
+                    |x| tanh_by_stage(l, x),
+                    #[inline(always)]
+                    |x| tanh(l, x),
+                );
+                start = end;
+            }
+            return;
         }
         map_register_arrays::<L, 4>(
             l,
@@ -542,7 +558,7 @@ pub mod tests {
         }
     }
 
-    /// `tanh_by_stage` (AVX2's slice loop) gives the general form's bits on every lane type, in
+    /// `tanh_by_stage` (AVX2's slice loop where the assembly loop stops) gives the general form's bits on every lane type, in
     /// sets of four registers: every float of `[0.55, 0.65]` (where the branches meet, so
     /// registers and sets mix them), every 4,099th float below `TANH_IN_RANGE`, sets all of the
     /// polynomial branch (the 4,097 smallest floats), all of the exp branch (from 1 on), and

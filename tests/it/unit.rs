@@ -45,6 +45,7 @@ unit_tests! {
         select_by_sign_follows_the_sign_bit_on_every_lane_type,
         mul_splat_is_the_product_with_the_splat_on_every_lane_type,
         exact_pairs_6x2_are_the_generic_steps_on_every_lane_type,
+        exact_tanh_in_range_gives_the_scalar_bits_up_to_a_lane_out_of_range,
     ]
     lanes_pair: [
         pair_loads_stores_and_tests_both_halves,
