@@ -44,7 +44,9 @@ pub(crate) fn transpose_strip<const R: usize>(
 }
 
 /// Asks the CPU to bring `data` into the cache ahead of its use (a hint: no effect on any
-/// value, and none at all off x86-64).
+/// value, and none at all off x86-64). Inlined: the sorted passes call it once per loop step,
+/// where a call would spill their registers.
+#[inline(always)]
 pub(crate) fn prefetch(data: &[f32]) {
     #[cfg(target_arch = "x86_64")]
     for line in data.chunks(16) {

@@ -15,7 +15,7 @@
 
 use super::map::{map_lanes, map_lanes_in_place, map_wide};
 use super::{Kernel, SrcDst};
-use crate::lanes::{Lanes, MAX_WIDTH};
+use crate::lanes::{Lanes, MAX_WIDTH, prefetch};
 
 /// A function computed by one of two formulas per lane, then finished lane by lane. Its
 /// register form is its [`Kernel::apply`], which must give the bits of the test-only
@@ -112,8 +112,19 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
     // Region B's buffer, for every chunk: up to a chunk, plus a register of room for a
     // compress or an expand at its end. Made (and zeroed) once per slice, not per chunk.
     let mut buf_b = [0f32; CHUNK + MAX_WIDTH];
-    for (c, out) in dst.chunks_mut(CHUNK).enumerate() {
-        let from = src.map(|s| &s[c * CHUNK..c * CHUNK + out.len()]);
+    let len = dst.len();
+    for start in (0..len).step_by(CHUNK) {
+        let end = (start + CHUNK).min(len);
+        // The next chunk's input and output: the two passes over this chunk ask for them a
+        // group at a time (prefetches), so that their memory traffic is spread over this
+        // chunk's work rather than waited on in bursts when the next chunk starts (asking for
+        // the whole chunk at once stalled on the prefetches themselves).
+        let next = end..(end + CHUNK).min(len);
+        let from = src.map(|s| &s[start..end]);
+        let next_src = src.map_or(&[][..], |s| &s[next.clone()]);
+        let (done, rest) = dst.split_at_mut(end);
+        let out = &mut done[start..];
+        let next_dst: &[f32] = &rest[..next.len()];
         if register_form > 0 {
             register_form -= 1;
             match from {
@@ -127,14 +138,17 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
                 Some(from) => map_lanes::<L, R>(l, from, out),
                 None => map_lanes_in_place::<L, R>(l, out),
             }
-        } else if 2 * chunk_by_regions::<L, R>(l, from, out, &mut buf_b) > out.len() {
+        } else if 2 * chunk_by_regions::<L, R>(l, from, out, &mut buf_b, (next_src, next_dst))
+            > out.len()
+        {
             register_form = LOOK_AGAIN_AFTER;
         }
     }
 }
 
 /// One chunk (at most [`CHUNK`] elements) of [`map_by_regions`], sorted; returns how many of
-/// its lanes (padding included) were region B's. Only region B (the costly formula) is
+/// its lanes (padding included) were region B's. `ahead` is the next chunk's input and output
+/// (empty where there is none, or in place for the input), prefetched by the two passes. Only region B (the costly formula) is
 /// gathered: region A's formula is short, and it runs on the registers that have a
 /// lane of it, as the test-only `TwoRegions::by_regions` does.
 ///
@@ -153,19 +167,20 @@ fn chunk_by_regions<L: Lanes, R: TwoRegions>(
     src: Option<&[f32]>,
     dst: &mut [f32],
     buf_b: &mut [f32; CHUNK + MAX_WIDTH],
+    ahead: (&[f32], &[f32]),
 ) -> usize {
     let grouped = dst.len() - dst.len() % <L::Group as Lanes>::WIDTH;
     // Region B's arguments to the front of the buffer, in lane order (what lies past them is
     // left from an earlier chunk: computed and never read).
-    let n_b = gather_b::<_, R, true>(l.group(), src, dst, 0..grouped, buf_b, 0);
-    let n_b = gather_b::<_, R, false>(l, src, dst, grouped..dst.len(), buf_b, n_b);
+    let n_b = gather_b::<_, R, true>(l.group(), src, dst, 0..grouped, buf_b, 0, ahead.0);
+    let n_b = gather_b::<_, R, false>(l, src, dst, grouped..dst.len(), buf_b, n_b, &[]);
     // Its formula over its own lanes only, in whole registers (the lanes past the count are
     // left-overs, computed and never read).
     let b_registers = &mut buf_b[..n_b.div_ceil(L::WIDTH) * L::WIDTH];
     map_wide::<L, FormulaB<R>>(l, SrcDst::in_place(b_registers));
     // Back to the lanes, with region A's formula where a lane needs it, finished.
-    let p_b = finish_lanes::<_, R, true>(l.group(), src, dst, 0..grouped, buf_b, 0);
-    finish_lanes::<_, R, false>(l, src, dst, grouped..dst.len(), buf_b, p_b);
+    let p_b = finish_lanes::<_, R, true>(l.group(), src, dst, 0..grouped, buf_b, 0, ahead.1);
+    finish_lanes::<_, R, false>(l, src, dst, grouped..dst.len(), buf_b, p_b, &[]);
     n_b
 }
 
@@ -189,7 +204,7 @@ fn load_at<X: Lanes, const WHOLE: bool>(
 
 /// Region B's arguments of the elements `range` (registers of `x`, the last one partial; all
 /// whole, loaded without a length, when `WHOLE`), in lane order, to `buf` from `n_b` on;
-/// returns the new count.
+/// returns the new count. Each step prefetches the same offset of `ahead` (if it reaches it).
 #[inline(always)]
 fn gather_b<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     x: X,
@@ -198,8 +213,12 @@ fn gather_b<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     range: core::ops::Range<usize>,
     buf: &mut [f32],
     mut n_b: usize,
+    ahead: &[f32],
 ) -> usize {
     for start in range.clone().step_by(X::WIDTH) {
+        if start < ahead.len() {
+            prefetch(&ahead[start..(start + X::WIDTH).min(ahead.len())]);
+        }
         let v = load_at::<X, WHOLE>(x, src, dst, start, X::WIDTH.min(range.end - start));
         let arg = R::arg(x, v);
         let (_, in_b) = R::regions(x, v, arg);
@@ -210,7 +229,7 @@ fn gather_b<X: Lanes, R: TwoRegions, const WHOLE: bool>(
 
 /// The elements `range` (registers of `x`, the last one partial; all whole when `WHOLE`)
 /// finished, region B's values expanded from `buf` from `p_b` on; returns the position after
-/// the last one taken.
+/// the last one taken. Each step prefetches the same offset of `ahead` (if it reaches it).
 #[inline(always)]
 fn finish_lanes<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     x: X,
@@ -219,8 +238,12 @@ fn finish_lanes<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     range: core::ops::Range<usize>,
     buf: &[f32],
     mut p_b: usize,
+    ahead: &[f32],
 ) -> usize {
     for start in range.clone().step_by(X::WIDTH) {
+        if start < ahead.len() {
+            prefetch(&ahead[start..(start + X::WIDTH).min(ahead.len())]);
+        }
         let len = X::WIDTH.min(range.end - start);
         let v = load_at::<X, WHOLE>(x, src, dst, start, len);
         let arg = R::arg(x, v);
