@@ -312,13 +312,14 @@ pub mod tests {
 
     /// The slice map of the exact tanh (on AVX2 blocks of three registers by the loop in
     /// assembly, `Lanes::exact_tanh_in_range`, and four registers by `tanh_by_stage` where it
-    /// stops; on NEON four by `tanh_by_register`) gives the scalar bits on every instruction set, out of
-    /// place and in place: register sets all of the polynomial branch, all of the exp branch,
-    /// mixed in some registers only, with a NaN, an infinity or a value past `TANH_IN_RANGE`
-    /// among them, and lengths that end inside a register and inside a set of four; then the
-    /// special values in the first, a middle or the last register of a set, such sets first
-    /// and last in the slice and back to back, beside sets all of one branch, and lengths of
-    /// no whole set, one, and whole sets with single registers and a partial one after them.
+    /// stops; on NEON four by `tanh_by_register`) gives the scalar bits on every instruction
+    /// set, out of place and in place: register sets all of the polynomial branch, all of the
+    /// exp branch, mixed in some registers only, with a NaN, an infinity or a value past
+    /// `TANH_IN_RANGE` among them, and lengths that end inside a register and inside a set of
+    /// four; then the special values in the first, a middle or the last register of a set,
+    /// such sets first and last in the slice and back to back, beside sets all of one branch,
+    /// and lengths of no whole set, one, and whole sets with single registers and a partial
+    /// one after them.
     pub fn the_exact_tanh_slice_map_gives_the_scalar_bits() {
         let mut src: Vec<f32> = (0..4_096)
             .map(|i| -8.0 + 16.0 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))

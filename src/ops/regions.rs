@@ -148,9 +148,9 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
 
 /// One chunk (at most [`CHUNK`] elements) of [`map_by_regions`], sorted; returns how many of
 /// its lanes (padding included) were region B's. `ahead` is the next chunk's input and output
-/// (empty where there is none, or in place for the input), prefetched by the two passes. Only region B (the costly formula) is
-/// gathered: region A's formula is short, and it runs on the registers that have a
-/// lane of it, as the test-only `TwoRegions::by_regions` does.
+/// (empty where there is none, or in place for the input), prefetched by the two passes. Only
+/// region B (the costly formula) is gathered: region A's formula is short, and it runs on the
+/// registers that have a lane of it, as the test-only `TwoRegions::by_regions` does.
 ///
 /// The gathering and the finishing passes take a [`Lanes::Group`] of registers per step, then
 /// single registers (one register per step left the finishing pass, a dependent chain per

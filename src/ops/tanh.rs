@@ -558,8 +558,8 @@ pub mod tests {
         }
     }
 
-    /// `tanh_by_stage` (AVX2's slice loop where the assembly loop stops) gives the general form's bits on every lane type, in
-    /// sets of four registers: every float of `[0.55, 0.65]` (where the branches meet, so
+    /// `tanh_by_stage` (AVX2's slice loop where the assembly loop stops) gives the general
+    /// form's bits on every lane type, in sets of four registers: every float of `[0.55, 0.65]` (where the branches meet, so
     /// registers and sets mix them), every 4,099th float below `TANH_IN_RANGE`, sets all of the
     /// polynomial branch (the 4,097 smallest floats), all of the exp branch (from 1 on), and
     /// sets with a NaN, an infinity or a value past `TANH_IN_RANGE` among them; both signs,
