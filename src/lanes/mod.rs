@@ -25,6 +25,8 @@ mod x86;
 #[cfg(target_arch = "x86_64")]
 mod x86_asm;
 #[cfg(target_arch = "x86_64")]
+mod x86_horner_asm;
+#[cfg(target_arch = "x86_64")]
 mod x86_tanh_asm;
 
 pub use fpenv::{ExactFpEnv, exact_scalar};
@@ -176,6 +178,22 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// then calls again after it. 0 where the lane type has no such loop (the default).
     #[inline(always)]
     fn exact_tanh_in_range(self, _src: Option<&[f32]>, _dst: &mut [f32]) -> usize {
+        0
+    }
+    /// The block of [`Lanes::exact_horner_in_place`] in elements (a multiple of the width), 0
+    /// where it evaluates nothing (every lane type but AVX2): a kernel whose dependent chain is
+    /// mostly one long exact Horner rule may run it as a pass of its own over a buffer padded
+    /// to whole blocks where it is not 0, and keep its one-pass form elsewhere.
+    const EXACT_HORNER_BLOCK: usize = 0;
+    /// Exact mode's Horner rule (`crate::ops::horner` in [`Exact`], bit for bit: `acc =
+    /// coeffs[0]`, then `acc = acc * s + coeffs[k]`, the product rounded, then the sum) of each
+    /// element of the leading blocks of `s`, written over it, where this lane type has it as a
+    /// loop in assembly (AVX2: blocks of twelve registers, one independent chain each, the
+    /// coefficient shared). Returns the count of leading elements evaluated, a multiple of the
+    /// block; the caller evaluates the rest. 0 where the lane type has no such loop (the
+    /// default) or for fewer than two coefficients.
+    #[inline(always)]
+    fn exact_horner_in_place(self, _coeffs: &[f32], _s: &mut [f32]) -> usize {
         0
     }
     /// `a / b`, correctly rounded (never a reciprocal estimate).
@@ -893,6 +911,95 @@ pub mod tests {
                 let mut src = src.clone();
                 src[at] = out;
                 check(&src, at / BLOCK * BLOCK);
+            }
+        }
+    }
+
+    /// `exact_horner_in_place` of `coeffs` over a copy of `s`: the count it returned and the
+    /// copy.
+    struct HornerInPlace<'a> {
+        coeffs: &'a [f32],
+        s: &'a [f32],
+    }
+
+    impl LaneOp for HornerInPlace<'_> {
+        type Output = (usize, Vec<f32>);
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            let mut s = self.s.to_vec();
+            (l.exact_horner_in_place(self.coeffs, &mut s), s)
+        }
+    }
+
+    /// `exact_horner_in_place` of `coeffs` over `src` on every lane type: AVX2 evaluates the
+    /// leading whole blocks of 96 elements (none for fewer than two coefficients), each to the
+    /// bits of the scalar lane type's `horner` (NaN as any NaN: its payload follows the
+    /// operand order), and leaves the rest as it was; every other lane type evaluates nothing.
+    fn check_horner_in_place<const N: usize>(coeffs: &[f32; N], src: &[f32]) {
+        use crate::ops::horner;
+        let scalar = crate::lanes::Scalar::new();
+        for isa in Isa::available() {
+            let (n, got) = isa
+                .supported()
+                .unwrap()
+                .dispatch::<Exact, _>(HornerInPlace { coeffs, s: src });
+            let want_n = if isa == Isa::Avx2 && N >= 2 {
+                src.len() / 96 * 96
+            } else {
+                0
+            };
+            assert_eq!(n, want_n, "{isa}: {N} coefficients, {} lanes", src.len());
+            for (i, (&s, &y)) in src.iter().zip(&got).enumerate() {
+                let want = if i < n {
+                    horner::<_, Exact, N>(scalar, s, coeffs)
+                } else {
+                    s
+                };
+                assert!(
+                    y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()),
+                    "{isa}: {N} coefficients, s = {s:e} at {i} of {}: {y:e} != {want:e}",
+                    src.len()
+                );
+            }
+        }
+    }
+
+    pub fn exact_horner_in_place_gives_the_scalar_bits_in_whole_blocks() {
+        use crate::ops::erf::ERF_G;
+        // `s = 1/|x| - 1` of erf's large branch (`|x|` in `[0.5, 4)`), with its ends.
+        let mut in_range: Vec<f32> = (0..1_100)
+            .map(|i| -0.75 + 1.75 * ((i as u64 * 2_654_435_761 % 4_093) as f32 / 4_093.0))
+            .collect();
+        in_range.extend([-0.75, 1.0, 1.0f32.next_down(), -0.75f32.next_up()]);
+        // Any float: zeros, subnormals, infinities, NaNs, and magnitudes whose powers
+        // overflow or underflow.
+        let specials = [
+            0.0,
+            -0.0,
+            1e-45,
+            -7.0e-39,
+            f32::MIN_POSITIVE,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MAX,
+            -3.4e38,
+            1e10,
+            -1e-20,
+        ];
+        let mut any: Vec<f32> = (0..1_000u32)
+            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
+            .collect();
+        for (j, v) in any.iter_mut().step_by(5).enumerate() {
+            *v = specials[j % specials.len()];
+        }
+        let short = [0.5f32, -1.25, 3.0];
+        for src in [&in_range, &any] {
+            for len in [0, 1, 8, 95, 96, 97, 191, 192, 193, 960, 1_000] {
+                let src = &src[src.len() - len..];
+                check_horner_in_place(&ERF_G, src);
+                check_horner_in_place(&[short[0], short[1]], src);
+                check_horner_in_place(&short, src);
+                check_horner_in_place(&[short[0]], src);
             }
         }
     }

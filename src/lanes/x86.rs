@@ -7,6 +7,7 @@
 use core::arch::x86_64::*;
 
 use super::x86_asm::{exact_pairs_6x2_avx2, mul_broadcast_avx512};
+use super::x86_horner_asm::{HORNER_BLOCK, exact_horner_in_place_avx2};
 use super::x86_tanh_asm::exact_tanh_in_range_avx2;
 use super::{LaneOp, Lanes, Mode, Pair};
 
@@ -284,6 +285,12 @@ impl Lanes for Avx2 {
     fn exact_tanh_in_range(self, src: Option<&[f32]>, dst: &mut [f32]) -> usize {
         // SAFETY: a token of this type exists only after `Isa::supported` checked AVX2 and FMA.
         unsafe { exact_tanh_in_range_avx2(src, dst) }
+    }
+    const EXACT_HORNER_BLOCK: usize = HORNER_BLOCK;
+    #[inline(always)]
+    fn exact_horner_in_place(self, coeffs: &[f32], s: &mut [f32]) -> usize {
+        // SAFETY: a token of this type exists only after `Isa::supported` checked AVX2.
+        unsafe { exact_horner_in_place_avx2(coeffs, s) }
     }
     #[inline(always)]
     fn div(self, a: __m256, b: __m256) -> __m256 {

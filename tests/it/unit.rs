@@ -46,6 +46,7 @@ unit_tests! {
         mul_splat_is_the_product_with_the_splat_on_every_lane_type,
         exact_pairs_6x2_are_the_generic_steps_on_every_lane_type,
         exact_tanh_in_range_gives_the_scalar_bits_up_to_a_lane_out_of_range,
+        exact_horner_in_place_gives_the_scalar_bits_in_whole_blocks,
     ]
     lanes_pair: [
         pair_loads_stores_and_tests_both_halves,
