@@ -10,7 +10,7 @@
 //! steps and the fast exp.
 
 use super::exp::exp_in;
-use super::regions::TwoRegions;
+use super::regions::{TwoRegions, formula_b_by_registers};
 use super::{abs, all_abs_below, fused_kernel_type, horner, kernel_type, nan_where_nan, sign_bit};
 use crate::lanes::Lanes;
 use crate::lanes::Mode;
@@ -61,10 +61,23 @@ fn erf_small<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
 /// The large branch: `erfc(|x|)` for `|x| >= 0.5`.
 #[inline(always)]
 fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
+    let (t, s) = erfc_large_head(l, ax);
+    erfc_large_tail::<L, M>(l, ax, t, horner::<L, M, 17>(l, s, &ERF_G))
+}
+
+/// The large branch up to its polynomial: `t = 1/|x|` and `s = t - 1`.
+#[inline(always)]
+fn erfc_large_head<L: Lanes>(l: L, ax: L::F) -> (L::F, L::F) {
     let one = l.splat(1.0);
     let t = l.div(one, ax);
-    let s = l.sub(t, one);
-    let g = horner::<L, M, 17>(l, s, &ERF_G);
+    (t, l.sub(t, one))
+}
+
+/// The large branch after its polynomial: `exp(-x^2) * (t * G(s))` from `|x|`, `t` and `g =
+/// G(s)`, the square carried exactly.
+#[inline(always)]
+fn erfc_large_tail<L: Lanes, M: Mode>(l: L, ax: L::F, t: L::F, g: L::F) -> L::F {
+    let one = l.splat(1.0);
     let z = l.mul(ax, ax);
     let z_lo = if M::FAST {
         // With a fused multiply-add the rounding error of the square is one instruction.
@@ -80,6 +93,72 @@ fn erfc_large<L: Lanes, M: Mode>(l: L, ax: L::F) -> L::F {
     let z_lo = l.select(l.ge(ax, l.splat(ZLO_CUTOFF)), l.splat(0.0), z_lo);
     let exp_neg_z = l.mul(exp_in::<L, M>(l, l.sub(l.splat(0.0), z)), l.sub(one, z_lo));
     l.mul(exp_neg_z, l.mul(t, g))
+}
+
+/// Elements of [`erfc_large_over`]'s scratch buffers: two blocks of AVX2's
+/// [`Lanes::exact_horner_in_place`], a multiple of every group width. Small, because the
+/// buffers are zeroed at each call, a cost in proportion to their size rather than to the
+/// lanes the call has.
+const STAGE: usize = 192;
+
+/// [`erfc_large`] of every element of `buf` (whole registers of `l`), in place: the
+/// [`TwoRegions::formula_b_over`] of the erf kernels (`R`, whose `formula_b` is
+/// [`erfc_large`]). Exact mode on a lane type with [`Lanes::exact_horner_in_place`] runs it in
+/// stages over pieces of [`STAGE`] elements: `t` and `s` into buffers, `G(s)` over the buffer
+/// of `s` by that loop (padded to whole blocks; the padding's values are left over from an
+/// earlier piece, or zeros, computed and never read), then [`erfc_large_tail`] from `|x|`, `t`
+/// and `G`. Every lane takes the operations of [`erfc_large`], so the bits are the same.
+/// Elsewhere (fast mode's fused steps, and lane types without the loop) a
+/// [`Lanes::WideGroup`] of registers runs the whole formula per step.
+///
+/// Why stages: the polynomial's 16 dependent product-and-sum steps are most of each lane's
+/// chain, and in one pass the registers that hold `s` and an accumulator per chain leave room
+/// for four chains in flight on AVX2; the loop keeps twelve.
+#[inline(always)]
+pub(super) fn erfc_large_over<L: Lanes, M: Mode, R: TwoRegions>(l: L, buf: &mut [f32]) {
+    let block = L::EXACT_HORNER_BLOCK;
+    if M::FAST || block == 0 {
+        return formula_b_by_registers::<L, R>(l, buf);
+    }
+    let (g, gw) = (l.wide_group(), <L::WideGroup as Lanes>::WIDTH);
+    let w = L::WIDTH;
+    let mut t_buf = [0f32; STAGE];
+    let mut s_buf = [0f32; STAGE];
+    for ax_buf in buf.chunks_mut(STAGE) {
+        let n = ax_buf.len();
+        debug_assert_eq!(n % w, 0);
+        let wide_end = n - n % gw;
+        // Stage 1: `t` and `s`.
+        for i in (0..wide_end).step_by(gw) {
+            let (t, s) = erfc_large_head(g, g.load(&ax_buf[i..]));
+            g.store(t, &mut t_buf[i..]);
+            g.store(s, &mut s_buf[i..]);
+        }
+        for i in (wide_end..n).step_by(w) {
+            let (t, s) = erfc_large_head(l, l.load(&ax_buf[i..]));
+            l.store(t, &mut t_buf[i..]);
+            l.store(s, &mut s_buf[i..]);
+        }
+        // Stage 2: `G(s)` over `s` in place, the compiled rule for what the loop leaves.
+        let padded = (n.div_ceil(block) * block).min(STAGE);
+        let done = l.exact_horner_in_place(&ERF_G, &mut s_buf[..padded]);
+        debug_assert_eq!(done % w, 0);
+        for i in (done.min(n)..n).step_by(w) {
+            let p = horner::<L, M, 17>(l, l.load(&s_buf[i..]), &ERF_G);
+            l.store(p, &mut s_buf[i..]);
+        }
+        // Stage 3: the rest from `|x|`, `t` and `G`, over `|x|`.
+        for i in (0..wide_end).step_by(gw) {
+            let (t, p) = (g.load(&t_buf[i..]), g.load(&s_buf[i..]));
+            let y = erfc_large_tail::<_, M>(g, g.load(&ax_buf[i..]), t, p);
+            g.store(y, &mut ax_buf[i..]);
+        }
+        for i in (wide_end..n).step_by(w) {
+            let (t, p) = (l.load(&t_buf[i..]), l.load(&s_buf[i..]));
+            let y = erfc_large_tail::<_, M>(l, l.load(&ax_buf[i..]), t, p);
+            l.store(y, &mut ax_buf[i..]);
+        }
+    }
 }
 
 /// From this `|x|` on, `erf(x)` is `+-1`: the computed `erfc(|x|)` is below `2^-25` there
@@ -109,6 +188,10 @@ impl<M: Mode> TwoRegions for Erf<M> {
     #[inline(always)]
     fn formula_b<L: Lanes>(l: L, ax: L::F) -> L::F {
         erfc_large::<L, M>(l, ax)
+    }
+    #[inline(always)]
+    fn formula_b_over<L: Lanes>(l: L, buf: &mut [f32]) {
+        erfc_large_over::<L, M, Self>(l, buf)
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {
@@ -286,6 +369,10 @@ impl<M: Mode> TwoRegions for OnePlusErf<M> {
     #[inline(always)]
     fn formula_b<L: Lanes>(l: L, ax: L::F) -> L::F {
         Erf::<M>::formula_b(l, ax)
+    }
+    #[inline(always)]
+    fn formula_b_over<L: Lanes>(l: L, buf: &mut [f32]) {
+        erfc_large_over::<L, M, Self>(l, buf)
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {

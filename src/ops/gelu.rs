@@ -1,7 +1,7 @@
 //! GELU, `x * Phi(x)`, in its erf form and its tanh form (spec, "GELU"), plus the rational
 //! erf form fast mode uses (spec, "Fast-mode erf GELU").
 
-use super::erf::{OnePlusErf, one_plus_erf_of_number};
+use super::erf::{OnePlusErf, erfc_large_over, one_plus_erf_of_number};
 use super::regions::TwoRegions;
 use super::sigmoid::{fast_over_one_plus_exp_neg, sigmoid_of_number};
 use super::{abs, fused_kernel_type, horner, kernel_type, nan_where_nan};
@@ -160,6 +160,10 @@ impl<M: Mode> TwoRegions for GeluErf<M> {
     #[inline(always)]
     fn formula_b<L: Lanes>(l: L, ay: L::F) -> L::F {
         OnePlusErf::<M>::formula_b(l, ay)
+    }
+    #[inline(always)]
+    fn formula_b_over<L: Lanes>(l: L, buf: &mut [f32]) {
+        erfc_large_over::<L, M, Self>(l, buf)
     }
     #[inline(always)]
     fn finish<L: Lanes>(l: L, x: L::F, small: L::M, large: L::M, e: L::F, erfc: L::F) -> L::F {

@@ -36,6 +36,13 @@ pub trait TwoRegions: Kernel {
     /// The result from `x`, its regions, and the formulas' values (`a` is meaningful only in
     /// region A's lanes, `b` only in region B's).
     fn finish<L: Lanes>(l: L, x: L::F, in_a: L::M, in_b: L::M, a: L::F, b: L::F) -> L::F;
+    /// Region B's formula over `buf` in place (whole registers of `l`: the sorted form's buffer
+    /// of region B's arguments): [`formula_b_by_registers`] unless the kernel has another way
+    /// to the same bits (erf's passes in stages).
+    #[inline(always)]
+    fn formula_b_over<L: Lanes>(l: L, buf: &mut [f32]) {
+        formula_b_by_registers::<L, Self>(l, buf)
+    }
 
     /// The function of one register by its regions: each formula only where some lane needs
     /// it (a formula no lane needs is skipped, its value a placeholder `finish` never picks).
@@ -80,6 +87,13 @@ impl<R: TwoRegions> Kernel for FormulaB<R> {
     fn apply<L: Lanes>(l: L, x: L::F) -> L::F {
         R::formula_b(l, x)
     }
+}
+
+/// [`TwoRegions::formula_b`] over `buf` in place, a [`Lanes::WideGroup`] per step (`buf` is
+/// whole registers of `l`): the default [`TwoRegions::formula_b_over`].
+#[inline(always)]
+pub fn formula_b_by_registers<L: Lanes, R: TwoRegions>(l: L, buf: &mut [f32]) {
+    map_wide::<L, FormulaB<R>>(l, SrcDst::in_place(buf))
 }
 
 /// `dst = R(src)` (`src` and `dst` of equal lengths), or `dst = R(dst)` in place when `src` is
@@ -177,7 +191,7 @@ fn chunk_by_regions<L: Lanes, R: TwoRegions>(
     // Its formula over its own lanes only, in whole registers (the lanes past the count are
     // left-overs, computed and never read).
     let b_registers = &mut buf_b[..n_b.div_ceil(L::WIDTH) * L::WIDTH];
-    map_wide::<L, FormulaB<R>>(l, SrcDst::in_place(b_registers));
+    R::formula_b_over(l, b_registers);
     // Back to the lanes, with region A's formula where a lane needs it, finished.
     let p_b = finish_lanes::<_, R, true>(l.group(), src, dst, 0..grouped, buf_b, 0, ahead.1);
     finish_lanes::<_, R, false>(l, src, dst, grouped..dst.len(), buf_b, p_b, &[]);
