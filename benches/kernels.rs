@@ -96,25 +96,30 @@ fn normal(n: usize, sd: f32) -> Vec<f32> {
 }
 
 /// The erf GELU and `1 + erf` on normal inputs of spread 0.5 (that of the example block's MLP,
-/// where five in six lanes take erf's small branch) and 1.5 (half of them), best instruction
-/// set.
+/// where five in six lanes take erf's small branch) and 1.5 (half of them), and tanh on a
+/// spread of 1 (nearly half its lanes below 0.6, its polynomial branch), best instruction set.
 fn bench_gelu_on_model_spreads(c: &mut Criterion) {
     let n = 1 << 20;
     let isa = Isa::detect();
-    for func in [Func::GeluErf, Func::OnePlusErf] {
-        for sd in [0.5f32, 1.5] {
-            let x = normal(n, sd);
-            let mut y = vec![0f32; n];
-            let mut g = c.benchmark_group(format!("{}/{n}/normal-{sd}", func.name()));
-            g.throughput(Throughput::Elements(n as u64));
-            g.bench_function(BenchmarkId::new("exact", isa), |b| {
-                b.iter(|| exact::map(func, isa, black_box(&x), &mut y).unwrap())
-            });
-            g.bench_function(BenchmarkId::new("fast", isa), |b| {
-                b.iter(|| fast::map(func, isa, black_box(&x), &mut y).unwrap())
-            });
-            g.finish();
-        }
+    let spreads = [
+        (Func::GeluErf, 0.5f32),
+        (Func::GeluErf, 1.5),
+        (Func::OnePlusErf, 0.5),
+        (Func::OnePlusErf, 1.5),
+        (Func::Tanh, 1.0),
+    ];
+    for (func, sd) in spreads {
+        let x = normal(n, sd);
+        let mut y = vec![0f32; n];
+        let mut g = c.benchmark_group(format!("{}/{n}/normal-{sd}", func.name()));
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::new("exact", isa), |b| {
+            b.iter(|| exact::map(func, isa, black_box(&x), &mut y).unwrap())
+        });
+        g.bench_function(BenchmarkId::new("fast", isa), |b| {
+            b.iter(|| fast::map(func, isa, black_box(&x), &mut y).unwrap())
+        });
+        g.finish();
     }
 }
 
