@@ -95,11 +95,11 @@ fn erfc_large_tail<L: Lanes, M: Mode>(l: L, ax: L::F, t: L::F, g: L::F) -> L::F 
     l.mul(exp_neg_z, l.mul(t, g))
 }
 
-/// Elements of [`erfc_large_over`]'s scratch buffers: two blocks of AVX2's
+/// Elements of [`erfc_large_over`]'s scratch buffers: one block of AVX2's
 /// [`Lanes::exact_horner_in_place`], a multiple of every group width. Small, because the
 /// buffers are zeroed at each call, a cost in proportion to their size rather than to the
 /// lanes the call has.
-const STAGE: usize = 192;
+const STAGE: usize = 96;
 
 /// [`erfc_large`] of every element of `buf` (whole registers of `l`), in place: the
 /// [`TwoRegions::formula_b_over`] of the erf kernels (`R`, whose `formula_b` is
