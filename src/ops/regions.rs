@@ -168,8 +168,9 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
 ///
 /// The gathering and the finishing passes take a [`Lanes::Group`] of registers per step, then
 /// single registers (one register per step left the finishing pass, a dependent chain per
-/// register, short of independent work), and region B's formula runs a
-/// [`Lanes::WideGroup`] per step over its buffer.
+/// register, short of independent work), and region B's formula runs over its buffer by
+/// [`TwoRegions::formula_b_over`] (by default a [`Lanes::WideGroup`] per step; exact erf on
+/// AVX2 in stages).
 ///
 /// The groups are whole (`WHOLE` in [`gather_b`], [`finish_lanes`]): loaded and stored without
 /// the length of each of their registers that a partial load computes, which on AVX2 (a group of
