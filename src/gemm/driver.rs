@@ -5,10 +5,12 @@
 //! for each K super-block [k0, k0 + depth)             (kb = 4096 deep; one unless K is huge)
 //!   for each round of B slabs (column groups of C, all batch items)
 //!     pack B[k0.., slab]: panels of NR columns, k-major  (parallel over groups of panels)
+//!     pack A[.., k0..] of a slab of several column tiles, band by band, K block by K block
+//!                                                        (beside B's; see `slab_plan`)
 //!     for each tile of C, MC x NT, in every slab of the round       (parallel: one task each)
 //!       start: +0 (first super-block) or the partial sums stored in C
 //!       for each K block [pc, pc + kc) within the super-block              (kc = 256)
-//!         pack A[tile rows, pc..] (unless A's rows are read in place)   (thread's own)
+//!         pack A[tile rows, pc..] (unless packed above or read in place)  (thread's own)
 //!         for each B panel jr (NR columns of the tile)          (B micro-panel in L1)
 //!           for each A panel ir (MR rows of the tile)          (A block in L2)
 //!             microkernel: C[ir, jr] (+)= A panel ir x B panel jr  (C or the buffer)
@@ -83,6 +85,9 @@ struct Task<'r> {
     a: ArrayView2<'r, f32>,
     /// The packed B panels of the tile's columns, the current K super-block.
     bpack: &'r [f32],
+    /// The tile's rows of A already packed for the whole super-block (K block after K block,
+    /// as the tile would pack them), when its slab packed A once for all its column tiles.
+    apacked: Option<&'r [f32]>,
     c: ArrayViewMut2<'r, f32>,
 }
 
@@ -185,7 +190,11 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
                 total += size(&slabs[end]);
                 end += 1;
             }
-            let buf = line_aligned(&mut pack, total);
+            let a_total: usize = slabs[start..end]
+                .iter()
+                .map(|slab| slab_plan::<K>(&blk, slab, depth, spread.is_some()).a_len)
+                .sum();
+            let buf = line_aligned(&mut pack, total + a_total);
             round::<M, K>(&pass, spread, &mut slabs[start..end], k0, buf)?;
             start = end;
         }
@@ -205,7 +214,19 @@ fn round<M: Mode, K: MicroKernel>(
     pack: &mut [f32],
 ) -> Result<(), Error> {
     let (nr, depth) = (pass.blk.nr, pass.depth);
-    // Pack jobs: about 128 columns each.
+    let parallel = spread.is_some();
+    let plans: Vec<SlabPlan> = slabs
+        .iter()
+        .map(|slab| slab_plan::<K>(&pass.blk, slab, depth, parallel))
+        .collect();
+    let b_len: usize = slabs
+        .iter()
+        .filter(|slab| matches!(slab.b, Operand::View(_)))
+        .map(|slab| depth * slab.c.ncols().next_multiple_of(nr))
+        .sum();
+    let (pack, apack) = pack.split_at_mut(b_len);
+    // Pack jobs: B in about 128 columns each (as `nr` rows of the transposed view); A, where a
+    // slab packs it once, one K block of one band of rows each (as `mr` rows).
     let group = (128 / nr).max(1) * nr;
     let mut jobs = Vec::new();
     let mut rest = &mut *pack;
@@ -219,11 +240,32 @@ fn round<M: Mode, K: MicroKernel>(
             let len = depth * (c1 - c0).next_multiple_of(nr);
             let (dst, tail) = rest.split_at_mut(len);
             rest = tail;
-            jobs.push((b.slice(s![k0..k0 + depth, c0..c1]), dst));
+            jobs.push((b.slice(s![k0..k0 + depth, c0..c1]).reversed_axes(), nr, dst));
         }
     }
-    let pack_job = |(src, dst): (ArrayView2<'_, f32>, &mut [f32])| {
-        pack_panels(src.reversed_axes(), nr, dst);
+    let (mr, mc, kc) = (pass.blk.mr, pass.blk.mc, pass.blk.kc.max(1));
+    let mut arest = &mut *apack;
+    for (slab, plan) in slabs.iter().zip(&plans) {
+        if plan.a_len == 0 {
+            continue;
+        }
+        let m = slab.c.nrows();
+        for row0 in (0..m).step_by(mc) {
+            let h = mc.min(m - row0);
+            let (band, tail) = arest.split_at_mut(band_len(mr, h, depth));
+            arest = tail;
+            let mut brest = band;
+            for pc in (0..depth).step_by(kc) {
+                let kcur = kc.min(depth - pc);
+                let (dst, tail) = brest.split_at_mut(h.next_multiple_of(mr) * kcur);
+                brest = tail;
+                let (a0, a1) = (k0 + pc, k0 + pc + kcur);
+                jobs.push((slab.a.slice_move(s![row0..row0 + h, a0..a1]), mr, dst));
+            }
+        }
+    }
+    let pack_job = |(src, p, dst): (ArrayView2<'_, f32>, usize, &mut [f32])| {
+        pack_panels(src, p, dst);
     };
     let packed: Result<(), std::convert::Infallible> =
         WorkQueue::new(jobs.into_iter()).run(spread, |job| {
@@ -234,8 +276,19 @@ fn round<M: Mode, K: MicroKernel>(
 
     let mut tasks = Vec::new();
     let mut packed = &*pack;
-    for slab in slabs.iter_mut() {
+    let mut apacked = &*apack;
+    for (slab, plan) in slabs.iter_mut().zip(&plans) {
         let (mtot, w) = slab.c.dim();
+        // The bands' pre-packed A, in the order they were packed.
+        let mut bands = Vec::new();
+        if plan.a_len > 0 {
+            for row0 in (0..mtot).step_by(pass.blk.mc) {
+                let h = pass.blk.mc.min(mtot - row0);
+                let (band, tail) = apacked.split_at(band_len(pass.blk.mr, h, depth));
+                apacked = tail;
+                bands.push(band);
+            }
+        }
         let bpack = match slab.b {
             Operand::View(_) => {
                 let (bpack, tail) = packed.split_at(depth * w.next_multiple_of(nr));
@@ -244,8 +297,7 @@ fn round<M: Mode, K: MicroKernel>(
             }
             Operand::Packed(p) => p.panels(k0, slab.col0),
         };
-        let parallel = spread.is_some();
-        let nt = tile_width(&pass.blk, w, depth, mtot.div_ceil(pass.blk.mc), parallel);
+        let nt = plan.nt;
         // Column tiles outermost: the bands of one column tile run one after the other (or
         // side by side on two threads) while that tile's B panels are still in the L3 cache.
         let mut cols = slab.c.view_mut();
@@ -266,6 +318,7 @@ fn round<M: Mode, K: MicroKernel>(
                     col0: slab.col0 + c0,
                     a: slab.a.slice_move(s![row0..row0 + h, k0..k0 + depth]),
                     bpack: &bpack[(c0 / nr) * depth * nr..],
+                    apacked: bands.get(row0 / pass.blk.mc).copied(),
                     c: tile,
                 });
                 row0 += h;
@@ -277,6 +330,53 @@ fn round<M: Mode, K: MicroKernel>(
     // work on the bands of the same column tile and share its B in L3. (A split of the list
     // in halves would put the threads on tiles far apart.)
     WorkQueue::new(tasks.into_iter()).run(spread, |t| run_task::<M, K>(pass, t))
+}
+
+/// Values of A one slab may pack ahead of its tiles (4 MiB: the block's deepest product, 256 x
+/// 3072, fits, and the buffer stays within what a thread keeps for its next call,
+/// [`RETAIN_PACK`]). A larger A is packed by each tile as it runs, as a slab of one column
+/// tile always is.
+const SLAB_A_BUDGET: usize = 1 << 20;
+
+/// How a slab is cut and whether it packs A once.
+struct SlabPlan {
+    /// Columns per tile ([`tile_width`]).
+    nt: usize,
+    /// Values of the slab's A packed ahead of its tiles, band after band (0: none).
+    a_len: usize,
+}
+
+/// The tile width of `slab` for a super-block `depth` deep, and its pre-packed A. A slab of
+/// several column tiles packs each band's A once for all of them, where each tile would pack
+/// the same values again: most of all in a deep product, whose tiles are narrow
+/// ([`TILE_B_BUDGET`]) and whose A rows, far apart in memory, miss the cache each time. Not for
+/// a kernel that reads A in place, and not past [`SLAB_A_BUDGET`].
+fn slab_plan<K: MicroKernel>(
+    blk: &Blocking,
+    slab: &Slab<'_>,
+    depth: usize,
+    parallel: bool,
+) -> SlabPlan {
+    let (m, w) = slab.c.dim();
+    let nt = tile_width(blk, w, depth, m.div_ceil(blk.mc), parallel);
+    let a_len = if K::IN_PLACE || depth == 0 || w <= nt {
+        0
+    } else {
+        (0..m)
+            .step_by(blk.mc)
+            .map(|row0| band_len(blk.mr, blk.mc.min(m - row0), depth))
+            .sum()
+    };
+    SlabPlan {
+        nt,
+        a_len: if a_len <= SLAB_A_BUDGET { a_len } else { 0 },
+    }
+}
+
+/// Values of one band of `h` rows of A packed for a super-block `depth` deep (its panels of `mr`
+/// rows, zero-padded; whole cache lines, so that the next band starts on one).
+fn band_len(mr: usize, h: usize, depth: usize) -> usize {
+    (h.next_multiple_of(mr) * depth).next_multiple_of(LINE)
 }
 
 /// Tiles a product spread over threads is cut into at least (when its columns allow).
@@ -330,7 +430,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
     };
     let c_in_place = K::IN_PLACE && w > 0 && (w == 1 || t.c.strides()[1] == 1);
     // Each part starts on a cache line (as the buffer does: `line_aligned`).
-    let a_len = if a_rows.is_some() {
+    let a_len = if a_rows.is_some() || t.apacked.is_some() {
         0
     } else {
         (mc_pad * kc).next_multiple_of(LINE)
@@ -387,6 +487,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
             kc: blk.kc,
             a: t.a,
             a_rows: a_rows.as_deref(),
+            apacked: t.apacked,
             zeros,
             bpack: t.bpack,
             apack,

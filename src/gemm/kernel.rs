@@ -331,6 +331,9 @@ pub(crate) struct TileProduct<'t, 'r, K> {
     /// `kc` zeros: the rows of an A panel past the tile's last row, when A is read in place.
     pub zeros: &'t [f32],
     pub bpack: &'t [f32],
+    /// The tile's A packed for the whole super-block by its slab ([`TileProduct::apack`]'s
+    /// layout, K block after K block), or `None`: the tile packs each K block into `apack`.
+    pub apacked: Option<&'t [f32]>,
     pub apack: &'t mut [f32],
     pub c: TileC<'r, 't>,
     /// One microtile (`MR x NR`), for C's edge microtiles.
@@ -374,9 +377,14 @@ pub(crate) fn k_blocks<
     let mut c = op.c;
     for (p, pc) in (0..depth).step_by(kc).enumerate() {
         let kcur = kc.min(depth - pc);
-        let apanels = match op.a_rows {
-            Some(_) => &[][..],
-            None => {
+        let apanels = match (op.a_rows, op.apacked) {
+            (Some(_), _) => &[][..],
+            (None, Some(all)) => {
+                all[op.mc_pad * pc..][..op.mc_pad * kcur]
+                    .as_chunks::<MR>()
+                    .0
+            }
+            (None, None) => {
                 let len = pack_panels(op.a.slice(s![.., pc..pc + kcur]), MR, op.apack);
                 op.apack[..len].as_chunks::<MR>().0
             }
