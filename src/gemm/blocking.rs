@@ -29,13 +29,14 @@ pub(crate) const KB: usize = 4096;
 impl Blocking {
     /// The blocking for the microkernel `K` on lanes of `width` `f32`s.
     ///
-    /// An output tile is 8 microkernel rows by 1024 columns. For AVX2 (6 x 16) its buffer
-    /// (48 x 1040 values, 200 KB) and the packed A block (48 x 256, 48 KB) stay in a 512 KB L2
-    /// while the packed B micro-panels (256 x 16, 16 KB) pass through L1, each used by the 8 A
-    /// panels of the tile. A tile 1024 wide covers the columns of a 1024-wide product at once,
-    /// so A is packed once per K block. For AVX-512 (4 x 96) the tile is 32 x 960 (the widest
-    /// whole number of 96-column panels, 123 KB) and a B micro-panel (256 x 96, 96 KB) is read
-    /// from L2 (1 MB on the CPUs that have AVX-512) by the 8 A panels of the tile.
+    /// An output tile is 8 microkernel rows by 1024 columns, and a K block is the kernel's
+    /// [`MicroKernel::KC`] deep. For AVX2 (6 x 16, 1024 deep) the tile's buffer (48 x 1040
+    /// values, 200 KB) and the packed A block (48 x 1024, 192 KB) share a 512 KB L2 with the
+    /// packed B micro-panel (1024 x 16, 64 KB) that the 8 A panels of the tile read in turn. A
+    /// tile 1024 wide covers the columns of a 1024-wide product at once, so A is packed once
+    /// per K block. For AVX-512 (4 x 96, 256 deep) the tile is 32 x 960 (the widest whole
+    /// number of 96-column panels, 123 KB) and a B micro-panel (256 x 96, 96 KB) is read from
+    /// L2 (1 MB on the CPUs that have AVX-512) by the 8 A panels of the tile.
     ///
     /// `nt` is the widest tile: the driver cuts a slab into equal tiles, narrower for a deep
     /// product (at most 2 MiB of packed B per tile, so that the tile's bands find B in L3) or
@@ -44,7 +45,7 @@ impl Blocking {
         Blocking {
             mr: K::MR,
             nr: K::NV * width,
-            kc: 256,
+            kc: K::KC,
             mc: 8 * K::MR,
             // Whole panels: 1024 for 16- and 32-column panels, 960 for 96.
             nt: 1024 / (K::NV * width) * (K::NV * width),

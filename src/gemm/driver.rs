@@ -9,9 +9,9 @@
 //!                                                        (beside B's; see `slab_plan`)
 //!     for each tile of C, MC x NT, in every slab of the round       (parallel: one task each)
 //!       start: +0 (first super-block) or the partial sums stored in C
-//!       for each K block [pc, pc + kc) within the super-block              (kc = 256)
+//!       for each K block [pc, pc + kc) within the super-block               (kc: 256-1024)
 //!         pack A[tile rows, pc..] (unless packed above or read in place)  (thread's own)
-//!         for each B panel jr (NR columns of the tile)          (B micro-panel in L1)
+//!         for each B panel jr (NR columns of the tile)          (B micro-panel in L1 or L2)
 //!           for each A panel ir (MR rows of the tile)          (A block in L2)
 //!             microkernel: C[ir, jr] (+)= A panel ir x B panel jr  (C or the buffer)
 //!       last super-block: epilogue(tile, tile row, tile column)

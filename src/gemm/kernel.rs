@@ -39,6 +39,14 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     /// microtile fall in one set of the L1 cache beside the B micro-panel, which the buffer's
     /// padded stride avoids. The bits are the same either way.
     const IN_PLACE: bool;
+    /// Depth of one K block ([`crate::gemm::blocking::Blocking::kc`]): how many rank-1 steps one
+    /// microkernel call takes between loading its accumulators from C and storing them back.
+    /// 1024 for the AVX2/SSE2 6 x 2 kernel: on Zen 3, its products interleaved call by call ran
+    /// 1-5% faster at 1024 than at 256 in both modes, at one and two threads (512 and 768 in
+    /// between), though its B micro-panel (64 KB) then streams from L2: the stores and reloads
+    /// of the accumulators and the loop's start cost more than the L1 saves. 256 for the
+    /// others, unmeasured on their machines at any other depth.
+    const KC: usize;
     /// The instruction sets that run this shape (`crate::gemm::Gemm` chooses it for them
     /// alone): the driver dispatches its tiles on these only, so that it is not compiled for
     /// lane types that never run it.
@@ -48,7 +56,7 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
 }
 
 macro_rules! micro_kernels {
-    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal, $pairs:literal) on
+    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal, $pairs:literal, $kc:literal) on
         [$($isa:ident),*];)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Debug)]
@@ -57,6 +65,7 @@ macro_rules! micro_kernels {
             const MR: usize = $mr;
             const NV: usize = $nv;
             const IN_PLACE: bool = $in_place;
+            const KC: usize = $kc;
             type Isas = Self;
             #[inline(always)]
             fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, '_, Self>) {
@@ -92,27 +101,27 @@ micro_kernels! {
     /// the FP pipes, so the 14 x 2 kernel (one broadcast per two products) left exact mode far
     /// behind fast mode's rate, and 4 x 6 closes most of that gap with fast mode no slower on
     /// the block's shapes (BENCHMARKS.md).
-    Mr4Nv6 = (4, 6, true, false) on [Avx512];
+    Mr4Nv6 = (4, 6, true, false, 256) on [Avx512];
     /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers, for products whose
     /// width would leave much of a 96-column panel empty (attention's 64-wide head, a 256-key
     /// tile of scores): 32-column panels waste less there.
-    Mr14Nv2 = (14, 2, false, false) on [Avx512];
+    Mr14Nv2 = (14, 2, false, false, 256) on [Avx512];
     /// 6 x 2 registers: 12 accumulators, 2 B registers and a broadcast of the 16 AVX2/SSE2
     /// registers. Its loop takes the depth in pairs (see [`microkernel`]).
-    Mr6Nv2 = (6, 2, false, true) on [Sse2, Avx2];
+    Mr6Nv2 = (6, 2, false, true, 1024) on [Sse2, Avx2];
     /// 4 x 4 one-lane accumulators for scalar code.
-    Mr4Nv4 = (4, 4, false, false) on [Scalar];
+    Mr4Nv4 = (4, 4, false, false, 256) on [Scalar];
     /// 8 x 3 registers: 24 accumulators, 3 B registers and the values of A (multiplied by
     /// element, `fmla v, v, v.s[i]`) of NEON's 32 registers, for fast mode: each B load feeds
     /// eight fused multiply-adds and each A value three. The 4-lane registers make a 12-column
     /// panel.
-    Mr8Nv3 = (8, 3, false, false) on [Neon];
+    Mr8Nv3 = (8, 3, false, false, 256) on [Neon];
     /// 6 x 3 registers for NEON's exact mode: the 12-column panels of [`Mr8Nv3`], but each
     /// step's products need registers of their own beside the accumulators (the multiply and
     /// the add are separate), and with 24 accumulators the compiler spilled them to the stack
     /// inside the loop; 18 leave room.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    Mr6Nv3 = (6, 3, false, false) on [Neon];
+    Mr6Nv3 = (6, 3, false, false, 256) on [Neon];
 }
 
 /// The `MR` rows of A one microkernel call reads, `kc` deep: a packed panel, or the rows of A
