@@ -19,11 +19,24 @@ thread_local! {
 
 /// Runs `f` with a buffer of this thread holding `len` values (contents unspecified).
 fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    let mut buf = take_buffer(len);
+    let r = f(&mut buf);
+    give_back(buf);
+    r
+}
+
+/// A buffer of this thread's free ones (a new one if there is none), holding `len` values
+/// (contents unspecified: what an earlier user left, zeros where it grew). Hand it back with
+/// [`give_back`] for the next user; one not handed back is simply dropped.
+pub(crate) fn take_buffer(len: usize) -> Vec<f32> {
     let mut buf = BUFFERS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
     buf.resize(len, 0.0);
-    let r = f(&mut buf);
+    buf
+}
+
+/// Returns a buffer from [`take_buffer`] to this thread's free ones.
+pub(crate) fn give_back(buf: Vec<f32>) {
     BUFFERS.with(|b| b.borrow_mut().push(buf));
-    r
 }
 
 /// Runs `f` on `row` as a contiguous `f32` slice, in place or through a buffer written back.

@@ -16,6 +16,7 @@
 use super::map::{map_lanes, map_lanes_in_place, map_wide};
 use super::{Kernel, SrcDst};
 use crate::lanes::{Lanes, MAX_WIDTH, prefetch};
+use crate::row_buffer::{give_back, take_buffer};
 
 /// A function computed by one of two formulas per lane, then finished lane by lane. Its
 /// register form is its [`Kernel::apply`], which must give the bits of the test-only
@@ -124,8 +125,15 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
     const LOOK_AGAIN_AFTER: usize = 7;
     let mut register_form = 0;
     // Region B's buffer, for every chunk: up to a chunk, plus a register of room for a
-    // compress or an expand at its end. Made (and zeroed) once per slice, not per chunk.
-    let mut buf_b = [0f32; CHUNK + MAX_WIDTH];
+    // compress or an expand at its end. One of the thread's reused buffers, not an array
+    // zeroed on the stack: that 4 KB zeroing was a fifth of a 64-element call's time, and
+    // paid again by every row of a GEMM epilogue. Its lanes past a chunk's count are
+    // computed and never read, whatever an earlier user left in them.
+    let mut buf = take_buffer(CHUNK + MAX_WIDTH);
+    let buf_b: &mut [f32; CHUNK + MAX_WIDTH] = buf
+        .as_mut_slice()
+        .try_into()
+        .expect("take_buffer gives the length asked for");
     let len = dst.len();
     for start in (0..len).step_by(CHUNK) {
         let end = (start + CHUNK).min(len);
@@ -152,12 +160,13 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
                 Some(from) => map_lanes::<L, R>(l, from, out),
                 None => map_lanes_in_place::<L, R>(l, out),
             }
-        } else if 2 * chunk_by_regions::<L, R>(l, from, out, &mut buf_b, (next_src, next_dst))
+        } else if 2 * chunk_by_regions::<L, R>(l, from, out, buf_b, (next_src, next_dst))
             > out.len()
         {
             register_form = LOOK_AGAIN_AFTER;
         }
     }
+    give_back(buf);
 }
 
 /// One chunk (at most [`CHUNK`] elements) of [`map_by_regions`], sorted; returns how many of
