@@ -190,12 +190,13 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
                 total += size(&slabs[end]);
                 end += 1;
             }
-            let a_total: usize = slabs[start..end]
+            let plans: Vec<SlabPlan> = slabs[start..end]
                 .iter()
-                .map(|slab| slab_plan::<K>(&blk, slab, depth, spread.is_some()).a_len)
-                .sum();
+                .map(|slab| slab_plan::<K>(&blk, slab, depth, spread.is_some()))
+                .collect();
+            let a_total: usize = plans.iter().map(|plan| plan.a_len).sum();
             let buf = line_aligned(&mut pack, total + a_total);
-            round::<M, K>(&pass, spread, &mut slabs[start..end], k0, buf)?;
+            round::<M, K>(&pass, spread, &mut slabs[start..end], &plans, k0, buf)?;
             start = end;
         }
     }
@@ -205,20 +206,17 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
     Ok(())
 }
 
-/// Packs B for `slabs` (super-block `k0..k0 + pass.depth`), then runs every tile of them.
+/// Packs B for `slabs` (super-block `k0..k0 + pass.depth`), and A where their `plans` say,
+/// then runs every tile of them.
 fn round<M: Mode, K: MicroKernel>(
     pass: &Pass<'_>,
     spread: Option<Spread<'_>>,
     slabs: &mut [Slab<'_>],
+    plans: &[SlabPlan],
     k0: usize,
     pack: &mut [f32],
 ) -> Result<(), Error> {
     let (nr, depth) = (pass.blk.nr, pass.depth);
-    let parallel = spread.is_some();
-    let plans: Vec<SlabPlan> = slabs
-        .iter()
-        .map(|slab| slab_plan::<K>(&pass.blk, slab, depth, parallel))
-        .collect();
     let b_len: usize = slabs
         .iter()
         .filter(|slab| matches!(slab.b, Operand::View(_)))
@@ -243,16 +241,14 @@ fn round<M: Mode, K: MicroKernel>(
             jobs.push((b.slice(s![k0..k0 + depth, c0..c1]).reversed_axes(), nr, dst));
         }
     }
-    let (mr, mc, kc) = (pass.blk.mr, pass.blk.mc, pass.blk.kc.max(1));
+    let (mr, kc) = (pass.blk.mr, pass.blk.kc.max(1));
     let mut arest = &mut *apack;
-    for (slab, plan) in slabs.iter().zip(&plans) {
+    for (slab, plan) in slabs.iter().zip(plans) {
         if plan.a_len == 0 {
             continue;
         }
-        let m = slab.c.nrows();
-        for row0 in (0..m).step_by(mc) {
-            let h = mc.min(m - row0);
-            let (band, tail) = arest.split_at_mut(band_len(mr, h, depth));
+        for (row0, h, len) in bands(&pass.blk, slab.c.nrows(), depth) {
+            let (band, tail) = arest.split_at_mut(len);
             arest = tail;
             let mut brest = band;
             for pc in (0..depth).step_by(kc) {
@@ -277,16 +273,15 @@ fn round<M: Mode, K: MicroKernel>(
     let mut tasks = Vec::new();
     let mut packed = &*pack;
     let mut apacked = &*apack;
-    for (slab, plan) in slabs.iter_mut().zip(&plans) {
+    for (slab, plan) in slabs.iter_mut().zip(plans) {
         let (mtot, w) = slab.c.dim();
         // The bands' pre-packed A, in the order they were packed.
-        let mut bands = Vec::new();
+        let mut a_bands = Vec::new();
         if plan.a_len > 0 {
-            for row0 in (0..mtot).step_by(pass.blk.mc) {
-                let h = pass.blk.mc.min(mtot - row0);
-                let (band, tail) = apacked.split_at(band_len(pass.blk.mr, h, depth));
+            for (_, _, len) in bands(&pass.blk, mtot, depth) {
+                let (band, tail) = apacked.split_at(len);
                 apacked = tail;
-                bands.push(band);
+                a_bands.push(band);
             }
         }
         let bpack = match slab.b {
@@ -318,7 +313,7 @@ fn round<M: Mode, K: MicroKernel>(
                     col0: slab.col0 + c0,
                     a: slab.a.slice_move(s![row0..row0 + h, k0..k0 + depth]),
                     bpack: &bpack[(c0 / nr) * depth * nr..],
-                    apacked: bands.get(row0 / pass.blk.mc).copied(),
+                    apacked: a_bands.get(row0 / pass.blk.mc).copied(),
                     c: tile,
                 });
                 row0 += h;
@@ -362,10 +357,7 @@ fn slab_plan<K: MicroKernel>(
     let a_len = if K::IN_PLACE || depth == 0 || w <= nt {
         0
     } else {
-        (0..m)
-            .step_by(blk.mc)
-            .map(|row0| band_len(blk.mr, blk.mc.min(m - row0), depth))
-            .sum()
+        bands(blk, m, depth).map(|(_, _, len)| len).sum()
     };
     SlabPlan {
         nt,
@@ -373,10 +365,19 @@ fn slab_plan<K: MicroKernel>(
     }
 }
 
-/// Values of one band of `h` rows of A packed for a super-block `depth` deep (its panels of `mr`
-/// rows, zero-padded; whole cache lines, so that the next band starts on one).
-fn band_len(mr: usize, h: usize, depth: usize) -> usize {
-    (h.next_multiple_of(mr) * depth).next_multiple_of(LINE)
+/// The bands of `m` rows (`mc` each, the last one shorter) as `(first row, rows, values)`, the
+/// values those of the band's A packed for a super-block `depth` deep (its panels of `mr` rows,
+/// zero-padded; whole cache lines, so that the next band starts on one).
+fn bands(blk: &Blocking, m: usize, depth: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    let (mr, mc) = (blk.mr, blk.mc);
+    (0..m).step_by(mc).map(move |row0| {
+        let h = mc.min(m - row0);
+        (
+            row0,
+            h,
+            (h.next_multiple_of(mr) * depth).next_multiple_of(LINE),
+        )
+    })
 }
 
 /// Tiles a product spread over threads is cut into at least (when its columns allow).

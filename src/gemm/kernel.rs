@@ -41,10 +41,9 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     const IN_PLACE: bool;
     /// Depth of one K block ([`crate::gemm::blocking::Blocking::kc`]): how many rank-1 steps one
     /// microkernel call takes between loading its accumulators from C and storing them back.
-    /// 1024 for the AVX2/SSE2 6 x 2 kernel: on Zen 3, its products interleaved call by call ran
-    /// 1-5% faster at 1024 than at 256 in both modes, at one and two threads (512 and 768 in
-    /// between), though its B micro-panel (64 KB) then streams from L2: the stores and reloads
-    /// of the accumulators and the loop's start cost more than the L1 saves. 256 for the
+    /// 1024 for the AVX2/SSE2 6 x 2 kernel, though its B micro-panel (64 KB) then streams from
+    /// L2: on Zen 3 the stores and reloads of the accumulators and the loop's start at each
+    /// call cost more than the L1 saves (BENCHMARKS.md, "Choices in the code"). 256 for the
     /// others, unmeasured on their machines at any other depth.
     const KC: usize;
     /// The instruction sets that run this shape (`crate::gemm::Gemm` chooses it for them

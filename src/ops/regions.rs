@@ -126,9 +126,9 @@ fn map_sorted<L: Lanes, R: TwoRegions>(l: L, src: Option<&[f32]>, dst: &mut [f32
     let mut register_form = 0;
     // Region B's buffer, for every chunk: up to a chunk, plus a register of room for a
     // compress or an expand at its end. One of the thread's reused buffers, not an array
-    // zeroed on the stack: that 4 KB zeroing was a fifth of a 64-element call's time, and
-    // paid again by every row of a GEMM epilogue. Its lanes past a chunk's count are
-    // computed and never read, whatever an earlier user left in them.
+    // zeroed on the stack at every call: a short slice paid for zeroing all 4 KB, and so did
+    // every row of a GEMM epilogue. Its lanes past a chunk's count are computed and never
+    // read, whatever an earlier user left in them.
     let mut buf = take_buffer(CHUNK + MAX_WIDTH);
     let buf_b: &mut [f32; CHUNK + MAX_WIDTH] = buf
         .as_mut_slice()
