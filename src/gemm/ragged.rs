@@ -91,7 +91,11 @@ fn madd_row_group<L: Lanes, M: Mode, const R: usize, const NV: usize>(
 /// Rows go four at a time over the keys all four see, then each continues alone over the rest
 /// of its own: with lengths that grow by one per row (a causal block of attention), that rest
 /// is at most three keys.
+///
+/// `continued`: `out` already holds each row's sum over earlier keys (a GEMM's, which sums the
+/// same way), and the rows continue from it; else they start from `+0`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub fn ragged_row_products<L: Lanes, M: Mode>(
     l: L,
     out: &mut [f32],
@@ -100,9 +104,12 @@ pub fn ragged_row_products<L: Lanes, M: Mode>(
     ldp: usize,
     lens: &[usize],
     rows: &[&[f32]],
+    continued: bool,
 ) {
     const R: usize = 4;
-    out.fill(0.0);
+    if !continued {
+        out.fill(0.0);
+    }
     if cols == 0 {
         return;
     }
@@ -152,6 +159,8 @@ pub(crate) struct RaggedProduct<'a> {
     pub lens: &'a [usize],
     /// The rows summed.
     pub rows: &'a [&'a [f32]],
+    /// `out` holds sums over earlier keys that the rows continue (else they start from `+0`).
+    pub continued: bool,
 }
 
 impl LaneOp for RaggedProduct<'_> {
@@ -159,7 +168,14 @@ impl LaneOp for RaggedProduct<'_> {
     #[inline(always)]
     fn run<L: Lanes, M: Mode>(self, l: L) {
         ragged_row_products::<L, M>(
-            l, self.out, self.cols, self.p, self.ldp, self.lens, self.rows,
+            l,
+            self.out,
+            self.cols,
+            self.p,
+            self.ldp,
+            self.lens,
+            self.rows,
+            self.continued,
         );
         if !M::FAST {
             canonical_nan_lanes(l, self.out);
@@ -232,6 +248,7 @@ pub mod tests {
                                 ldp,
                                 lens,
                                 rows,
+                                continued: false,
                             }
                             .dispatch::<M>(isa);
                             let bits =

@@ -5,8 +5,9 @@
 //! Exact mode scores each block of query rows against every key it can see and takes the
 //! two-pass exact softmax (canonical sums) of each row, then `P V`: each row sums over its own
 //! keys only (those before its causal limit and key length, and not hidden by a keep mask or a
-//! `-inf` additive term), in increasing order from `+0` (four rows at a time over the keys all
-//! four see, then each row alone). Keys a row cannot see never enter its sum, so for any V (inf
+//! `-inf` additive term), in increasing order from `+0` (the keys every row of the block sees
+//! through the GEMM, then four rows at a time over the keys all four see, then each row alone).
+//! Keys a row cannot see never enter its sum, so for any V (inf
 //! and NaN included) a row's output depends only on the keys it sees, and the bits depend
 //! neither on the block size, the instruction set nor the thread count. A row that sees no key
 //! follows the [`MaskedRow`] policy (`Uniform`: the mean of every value row).
@@ -15,8 +16,9 @@
 //! keys fit in one key tile; beyond that it runs an online (flash) softmax over key tiles:
 //! memory O(tile) per query block, the accumulated output rescaled by `exp(m_old - m_new)` as
 //! the running maximum grows, a fully masked tile changes nothing (no NaN), and a NaN score
-//! makes its row NaN. A tile's `P V` is one GEMM where every row sees the whole tile, and each
-//! row over its own keys where some do not (the tile on a causal diagonal or a key length).
+//! makes its row NaN. A tile's `P V` is one GEMM where every row sees the whole tile, and where
+//! some do not (the tile on a causal diagonal or a key length), one GEMM over the keys all rows
+//! see and each row over the rest of its own.
 //!
 //! A key-padding mask ([`AttentionOptions::with_key_padding`]) removes keys before anything
 //! runs: the kept keys and values of each batch row are gathered in order, so each batch row
@@ -530,19 +532,20 @@ impl<M: Mode> Session<M> {
             }
         }
         let v_used = v.slice(s![..end, ..]);
-        let mut copy = Vec::new();
-        let v_rows = row_slices(&v_used, &mut copy);
         let mut pv = vec![0f32; rows * v.ncols()];
-        self.visible_products(&mut pv, &scores, end, &limits, &sparse, &v_rows);
+        self.visible_products(&mut pv, &scores, end, &limits, &sparse, v_used)?;
         self.write_rows(plan, v, out, &pv, &seen)
     }
 
     /// `P V` with each row over the keys it sees, so that a key it cannot see never enters its
     /// sum, whatever its value row holds (`0 x inf` would be NaN): row `i` over its keys
-    /// `[0, limits[i])` in increasing order from `+0` (`gemm::RaggedProduct`, four
-    /// rows sharing each value row), and each row of `sparse` over its own list of keys, in the
-    /// same order. Skipping a hidden key's `+0` weight changes no bit of a sum over finite
-    /// values (a sum from `+0` is never `-0`, so adding `±0` leaves it as it is).
+    /// `[0, limits[i])` in increasing order from `+0`, and each row of `sparse` over its own
+    /// list of keys, in the same order. The keys that every row sees (at least
+    /// [`SHARED_KEYS_GEMM`] of them) go through the GEMM, at its rate, and each row continues
+    /// from there over the rest of its own (`gemm::RaggedProduct`, four rows sharing each value
+    /// row): the same sequence of steps for every element.
+    /// Skipping a hidden key's `+0` weight changes no bit of a sum over finite values (a sum
+    /// from `+0` is never `-0`, so adding `±0` leaves it as it is).
     fn visible_products(
         &self,
         pv: &mut [f32],
@@ -550,17 +553,41 @@ impl<M: Mode> Session<M> {
         ldp: usize,
         limits: &[usize],
         sparse: &[(usize, Vec<usize>)],
-        v_rows: &[&[f32]],
-    ) {
-        let v_dim = pv.len() / limits.len().max(1);
-        let (cols, lens, rows) = (v_dim, limits, v_rows);
+        v: ArrayView2<'_, f32>,
+    ) -> Result<(), Error> {
+        let mut copy = Vec::new();
+        let v_rows = row_slices(&v, &mut copy);
+        let rows = limits.len();
+        let v_dim = pv.len() / rows.max(1);
+        // The keys every row sees (the first `q0 + 1` of a causal block): one GEMM, which sums
+        // each element over them in increasing order from `+0`, as the rows would; each row
+        // then continues over the rest of its own keys.
+        let shared = limits.iter().copied().min().unwrap_or(0);
+        let shared = if shared >= SHARED_KEYS_GEMM {
+            shared
+        } else {
+            0
+        };
+        if shared > 0 {
+            let scores = ArrayView2::from_shape((rows, ldp), &p[..rows * ldp])
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            let mut out = matrix(pv, rows, v_dim)?;
+            self.matmul_into(
+                &scores.slice(s![.., ..shared]),
+                &v.slice(s![..shared, ..]),
+                &mut out,
+                &Identity,
+            )?;
+        }
+        let lens: Vec<usize> = limits.iter().map(|&l| l - shared).collect();
         RaggedProduct {
             out: pv,
-            cols,
-            p,
+            cols: v_dim,
+            p: &p[shared..],
             ldp,
-            lens,
-            rows,
+            lens: &lens,
+            rows: &v_rows[shared..],
+            continued: shared > 0,
         }
         .dispatch::<M>(self.isa);
         for (i, keys) in sparse {
@@ -576,9 +603,11 @@ impl<M: Mode> Session<M> {
                 ldp: n,
                 lens,
                 rows,
+                continued: false,
             }
             .dispatch::<M>(self.isa);
         }
+        Ok(())
     }
 
     /// Writes the block's output rows: `pv` for a row that sees a key, the masked-row policy for
@@ -628,6 +657,7 @@ impl<M: Mode> Session<M> {
                 ldp: n,
                 lens,
                 rows,
+                continued: false,
             }
             .dispatch::<M>(self.isa);
         }
@@ -697,12 +727,10 @@ impl<M: Mode> Session<M> {
                 self.matmul_into(&p, &v.slice(s![k0..k1, ..]), &mut part, &Identity)?;
             } else {
                 let v_tile = v.slice(s![k0..k1, ..]);
-                let mut copy = Vec::new();
-                let v_rows = row_slices(&v_tile, &mut copy);
                 let part_values = part.as_slice_mut().ok_or_else(|| {
                     Error::InvalidArgument("attention: a strided tile buffer".into())
                 })?;
-                self.visible_products(part_values, scores, width, &limits, &sparse, &v_rows);
+                self.visible_products(part_values, scores, width, &limits, &sparse, v_tile)?;
             }
             for ((mut o, pr), r) in out.rows_mut().into_iter().zip(part.rows()).zip(&rescale) {
                 o.zip_mut_with(&pr, |o, &x| *o = *o * *r + x);
@@ -723,6 +751,11 @@ impl<M: Mode> Session<M> {
         Ok(())
     }
 }
+
+/// The fewest keys that every row of a block sees for their part of `P V` to go through the
+/// GEMM: a causal block's rows share all the keys before its first row (all but the block's
+/// own triangle), which the ragged rows ran at about half the GEMM's rate.
+const SHARED_KEYS_GEMM: usize = 16;
 
 /// The rows of `v` as slices, copied into `copy` first if they are not contiguous.
 fn row_slices<'v>(v: &'v ArrayView2<'_, f32>, copy: &'v mut Vec<f32>) -> Vec<&'v [f32]> {
