@@ -541,11 +541,11 @@ impl<M: Mode> Session<M> {
     /// sum, whatever its value row holds (`0 x inf` would be NaN): row `i` over its keys
     /// `[0, limits[i])` in increasing order from `+0`, and each row of `sparse` over its own
     /// list of keys, in the same order. The keys that every row sees (at least
-    /// [`SHARED_KEYS_GEMM`] of them) go through the GEMM, at its rate, and each row continues
-    /// from there over the rest of its own (`gemm::RaggedProduct`, four rows sharing each value
-    /// row): the same sequence of steps for every element.
-    /// Skipping a hidden key's `+0` weight changes no bit of a sum over finite values (a sum
-    /// from `+0` is never `-0`, so adding `±0` leaves it as it is).
+    /// [`SHARED_KEYS_GEMM`] of them, in a block of at least [`SHARED_ROWS_GEMM`] rows) go
+    /// through the GEMM, at its rate, and each row continues from there over the rest of its
+    /// own (`gemm::RaggedProduct`, four rows sharing each value row): the same sequence of
+    /// steps for every element. Skipping a hidden key's `+0` weight changes no bit of a sum
+    /// over finite values (a sum from `+0` is never `-0`, so adding `±0` leaves it as it is).
     fn visible_products(
         &self,
         pv: &mut [f32],
@@ -563,7 +563,7 @@ impl<M: Mode> Session<M> {
         // each element over them in increasing order from `+0`, as the rows would; each row
         // then continues over the rest of its own keys.
         let shared = limits.iter().copied().min().unwrap_or(0);
-        let shared = if shared >= SHARED_KEYS_GEMM {
+        let shared = if shared >= SHARED_KEYS_GEMM && rows >= SHARED_ROWS_GEMM {
             shared
         } else {
             0
@@ -756,6 +756,11 @@ impl<M: Mode> Session<M> {
 /// GEMM: a causal block's rows share all the keys before its first row (all but the block's
 /// own triangle), which the ragged rows ran at about half the GEMM's rate.
 const SHARED_KEYS_GEMM: usize = 16;
+
+/// The fewest rows of a block for the GEMM of [`SHARED_KEYS_GEMM`]: it packs the value rows
+/// of the shared keys first, a cost the ragged rows do not have, which a decode step's single
+/// query row does not repay (its attention took 1.3-1.4x the time through the GEMM).
+const SHARED_ROWS_GEMM: usize = 16;
 
 /// The rows of `v` as slices, copied into `copy` first if they are not contiguous.
 fn row_slices<'v>(v: &'v ArrayView2<'_, f32>, copy: &'v mut Vec<f32>) -> Vec<&'v [f32]> {
