@@ -7,9 +7,9 @@
 //! keys only (those before its causal limit and key length, and not hidden by a keep mask or a
 //! `-inf` additive term), in increasing order from `+0` (the keys every row of the block sees
 //! through the GEMM, then four rows at a time over the keys all four see, then each row alone).
-//! Keys a row cannot see never enter its sum, so for any V (inf
-//! and NaN included) a row's output depends only on the keys it sees, and the bits depend
-//! neither on the block size, the instruction set nor the thread count. A row that sees no key
+//! Keys a row cannot see never enter its sum, so for any V (inf and NaN included) a row's
+//! output depends only on the keys it sees, and the bits depend neither on the block size, the
+//! instruction set nor the thread count. A row that sees no key
 //! follows the [`MaskedRow`] policy (`Uniform`: the mean of every value row).
 //!
 //! Fast mode does the same, with the fast exp and fused multiply-adds, for a query block whose
@@ -555,8 +555,6 @@ impl<M: Mode> Session<M> {
         sparse: &[(usize, Vec<usize>)],
         v: ArrayView2<'_, f32>,
     ) -> Result<(), Error> {
-        let mut copy = Vec::new();
-        let v_rows = row_slices(&v, &mut copy);
         let rows = limits.len();
         let v_dim = pv.len() / rows.max(1);
         // The keys every row sees (the first `q0 + 1` of a causal block): one GEMM, which sums
@@ -579,6 +577,12 @@ impl<M: Mode> Session<M> {
                 &Identity,
             )?;
         }
+        // The value rows the ragged rows read (copied only if strided): those past the shared
+        // keys. A row of `sparse` has limit 0, so with one `shared` is 0 and these are all.
+        debug_assert!(sparse.is_empty() || shared == 0);
+        let mut copy = Vec::new();
+        let v_rest = v.slice(s![shared.., ..]);
+        let v_rows = row_slices(&v_rest, &mut copy);
         let lens: Vec<usize> = limits.iter().map(|&l| l - shared).collect();
         RaggedProduct {
             out: pv,
@@ -586,7 +590,7 @@ impl<M: Mode> Session<M> {
             p: &p[shared..],
             ldp,
             lens: &lens,
-            rows: &v_rows[shared..],
+            rows: &v_rows,
             continued: shared > 0,
         }
         .dispatch::<M>(self.isa);
@@ -754,12 +758,13 @@ impl<M: Mode> Session<M> {
 
 /// The fewest keys that every row of a block sees for their part of `P V` to go through the
 /// GEMM: a causal block's rows share all the keys before its first row (all but the block's
-/// own triangle), which the ragged rows ran at about half the GEMM's rate.
+/// own triangle), which the ragged rows, one value row at a time, ran well below the GEMM's
+/// rate (BENCHMARKS.md, "Choices in the code").
 const SHARED_KEYS_GEMM: usize = 16;
 
 /// The fewest rows of a block for the GEMM of [`SHARED_KEYS_GEMM`]: it packs the value rows
 /// of the shared keys first, a cost the ragged rows do not have, which a decode step's single
-/// query row does not repay (its attention took 1.3-1.4x the time through the GEMM).
+/// query row does not repay (its attention ran slower through the GEMM).
 const SHARED_ROWS_GEMM: usize = 16;
 
 /// The rows of `v` as slices, copied into `copy` first if they are not contiguous.
