@@ -156,19 +156,40 @@ impl Gemm<'_> {
 }
 
 /// Whether an AVX-512 product takes the 96-column panels of [`Mr4Nv6`] rather than the
-/// 32-column ones of [`Mr14Nv2`]: always with a `PackedMatrix` (packed in 96-column panels),
-/// else when at most a sixteenth of the padded width is padding (a 64-wide product would
-/// compute 96 columns with them, a 768-wide one exactly 768). Either kernel gives the same
-/// bits.
+/// 32-column ones of [`Mr14Nv2`]: with a packed B, when it was packed in 96-column panels
+/// ([`PackedMatrix::new`]; [`PackedMatrix::new_narrow`] packs 32), else when every view is
+/// [`wide_view_fits`]. Either kernel gives the same bits.
 #[cfg(target_arch = "x86_64")]
 fn wide_panels_fit(items: &[Item<'_>]) -> bool {
     let wide = blocking::panel_width(Isa::Avx512);
-    let packed = items.iter().any(|it| matches!(it.b, Operand::Packed(_)));
-    packed
-        || items.iter().all(|it| {
-            let padded = it.c.ncols().next_multiple_of(wide);
-            16 * (padded - it.c.ncols()) <= padded
-        })
+    let packed = items.iter().find_map(|it| match it.b {
+        Operand::Packed(p) => Some(p.panel_width()),
+        Operand::View(_) => None,
+    });
+    match packed {
+        Some(nr) => nr == wide,
+        None => items.iter().all(|it| wide_view_fits(it.c.ncols())),
+    }
+}
+
+/// Whether a view of B `n` columns wide takes AVX-512's 96-column panels: when at most a
+/// sixteenth of the padded width is padding (a 64-wide product would compute 96 columns with
+/// them, a 768-wide one exactly 768).
+fn wide_view_fits(n: usize) -> bool {
+    let wide = blocking::panel_width(Isa::Avx512);
+    let padded = n.next_multiple_of(wide);
+    16 * (padded - n) <= padded
+}
+
+/// The panel width the GEMM of `isa` packs a view of B `n` columns wide into: a
+/// [`PackedMatrix::new_narrow`] of the same columns runs the same microkernel when its panels
+/// have this width.
+pub(crate) fn view_panel_width(isa: Isa, n: usize) -> usize {
+    if isa == Isa::Avx512 && wide_view_fits(n) {
+        blocking::panel_width(isa)
+    } else {
+        blocking::narrow_panel_width(isa)
+    }
 }
 
 #[cfg(feature = "unit-tests")]

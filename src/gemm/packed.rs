@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayBase, ArrayRef2, ArrayView2, Data, Ix2, s};
 
-use super::blocking::{KB, panel_width};
+use super::blocking::{KB, narrow_panel_width, panel_width};
 use super::pack::{LINE, line_aligned, line_offset, pack_panels};
 use crate::error::Error;
 use crate::lanes::Isa;
@@ -82,8 +82,19 @@ impl PackedMatrix {
     ///
     /// [`Error::InvalidArgument`] if the packed size overflows or cannot be allocated.
     pub fn new(isa: Isa, b: &ArrayRef2<f32>) -> Result<PackedMatrix, Error> {
+        PackedMatrix::with_panels(isa, b, panel_width(isa))
+    }
+
+    /// Packs `b` in the panels the GEMM of `isa` packs a view into when the view is narrow
+    /// (32 columns on AVX-512, [`narrow_panel_width`]; elsewhere those of [`PackedMatrix::new`]):
+    /// for operands whose column windows ([`PackedMatrix::columns`]) are narrow products, as
+    /// attention's keys are.
+    pub(crate) fn new_narrow(isa: Isa, b: &ArrayRef2<f32>) -> Result<PackedMatrix, Error> {
+        PackedMatrix::with_panels(isa, b, narrow_panel_width(isa))
+    }
+
+    fn with_panels(isa: Isa, b: &ArrayRef2<f32>, nr: usize) -> Result<PackedMatrix, Error> {
         let (k, n) = b.dim();
-        let nr = panel_width(isa);
         let too_large = |why: String| {
             Error::InvalidArgument(format!("PackedMatrix of [{k}, {n}]: too large ({why})"))
         };
@@ -149,14 +160,58 @@ impl PackedMatrix {
         &self.data[self.at..self.at + self.len]
     }
 
+    /// Columns `cols` of the matrix as a right-hand side, without copying: `cols.start` a
+    /// multiple of the panel width, `cols.end` at most `n`.
+    pub(crate) fn columns(&self, cols: std::ops::Range<usize>) -> PackedColumns<'_> {
+        debug_assert!(cols.start.is_multiple_of(self.nr) && cols.start <= cols.end);
+        debug_assert!(cols.end <= self.n);
+        PackedColumns {
+            matrix: self,
+            col0: cols.start,
+            n: cols.end - cols.start,
+        }
+    }
+
     /// The packed panels of columns `col0..` (`col0` a multiple of the panel width) for the
     /// super-block starting at row `k0` (a multiple of the super-block depth).
-    pub(crate) fn panels(&self, k0: usize, col0: usize) -> &[f32] {
+    fn panels(&self, k0: usize, col0: usize) -> &[f32] {
         debug_assert!(k0.is_multiple_of(KB) && col0.is_multiple_of(self.nr));
         let n_pad = self.n.next_multiple_of(self.nr);
         let depth = KB.min(self.k - k0);
         let start = k0 * n_pad + col0 * depth;
         &self.values()[start..k0 * n_pad + depth * n_pad]
+    }
+}
+
+/// Consecutive columns of a [`PackedMatrix`] (all of them, or a window starting on a panel):
+/// what the driver reads of a packed right-hand side.
+#[derive(Clone, Copy, Debug)]
+pub struct PackedColumns<'a> {
+    matrix: &'a PackedMatrix,
+    col0: usize,
+    n: usize,
+}
+
+impl<'a> PackedColumns<'a> {
+    /// `(k, n)` of the window.
+    pub(crate) fn dim(&self) -> (usize, usize) {
+        (self.matrix.k, self.n)
+    }
+
+    /// Columns per panel.
+    pub(crate) fn panel_width(&self) -> usize {
+        self.matrix.panel_width()
+    }
+
+    /// `Ok` if the GEMM of `isa` can read these panels.
+    pub(crate) fn check_isa(&self, isa: Isa) -> Result<(), Error> {
+        self.matrix.check_isa(isa)
+    }
+
+    /// The packed panels of the window's columns `col0..` (`col0` a multiple of the panel
+    /// width) for the super-block starting at row `k0` (a multiple of the super-block depth).
+    pub(crate) fn panels(&self, k0: usize, col0: usize) -> &'a [f32] {
+        self.matrix.panels(k0, self.col0 + col0)
     }
 }
 
@@ -166,7 +221,7 @@ pub enum Operand<'a> {
     /// Any view, packed on every call.
     View(ArrayView2<'a, f32>),
     /// Packed once.
-    Packed(&'a PackedMatrix),
+    Packed(PackedColumns<'a>),
 }
 
 impl Operand<'_> {
@@ -207,7 +262,7 @@ impl<S: Data<Elem = f32>> Rhs for ArrayBase<S, Ix2> {}
 
 impl sealed::Sealed for PackedMatrix {
     fn operand(&self) -> Operand<'_> {
-        Operand::Packed(self)
+        Operand::Packed(self.columns(0..self.n))
     }
 }
 impl Rhs for PackedMatrix {}

@@ -257,3 +257,58 @@ impl crate::work_queue::Region for ThreeThreads {
         3
     }
 }
+
+/// A window of columns of a packed matrix ([`super::PackedMatrix::columns`], in the panels of
+/// `new` and of `new_narrow`) multiplies as the view of those columns does, bit for bit, in
+/// both modes and on every instruction set: through the GEMM and the GEMV (one row of A), over
+/// K across two super-blocks, from the first panel and from a later one.
+pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
+    fn check_mode<M: Mode>(isa: Isa) {
+        use crate::Session;
+        use crate::epilogue::Identity;
+        use crate::gemm::{Operand, PackedMatrix};
+        let s = Session::<M>::new().with_isa(isa).unwrap();
+        for k in [40, super::blocking::KB + 3] {
+            let b = Array2::from_shape_fn((k, 150), |(i, j)| ((i * 7 + j * 3) % 23) as f32 - 11.5);
+            for packed in [
+                PackedMatrix::new(isa, &b).unwrap(),
+                PackedMatrix::new_narrow(isa, &b).unwrap(),
+            ] {
+                let nr = packed.panel_width();
+                for cols in [0..150, 0..nr + 5, nr..(3 * nr + 1).min(150), 2 * nr..2 * nr] {
+                    for m in [1, 13] {
+                        let a = Array2::from_shape_fn((m, k), |(i, j)| {
+                            ((i * 5 + j) % 17) as f32 * 0.125 - 1.0
+                        });
+                        let view = b.slice(s![.., cols.clone()]);
+                        let want = s.matmul_owned(&a, &view, &Identity).unwrap();
+                        let mut got = Array2::from_elem(want.raw_dim(), f32::NAN);
+                        let window = Operand::Packed(packed.columns(cols.clone()));
+                        s.matmul_operand_into(&a, window, &mut got, &Identity)
+                            .unwrap();
+                        assert!(
+                            got.iter()
+                                .zip(&want)
+                                .all(|(x, y)| x.to_bits() == y.to_bits()),
+                            "{} {isa} nr {nr} k {k} m {m} columns {cols:?}",
+                            M::NAME
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for isa in Isa::available() {
+        check_mode::<Exact>(isa);
+        check_mode::<Fast>(isa);
+    }
+    // A narrow window takes the narrow panels on AVX-512 (so the narrow packing runs the kernel
+    // a view of it would), a wide one the 96-column panels; one width elsewhere.
+    use super::blocking::{narrow_panel_width, panel_width};
+    assert_eq!(super::view_panel_width(Isa::Avx512, 64), 32);
+    assert_eq!(super::view_panel_width(Isa::Avx512, 768), 96);
+    for isa in [Isa::Avx2, Isa::Sse2, Isa::Scalar, Isa::Neon] {
+        assert_eq!(super::view_panel_width(isa, 768), panel_width(isa));
+        assert_eq!(narrow_panel_width(isa), panel_width(isa));
+    }
+}

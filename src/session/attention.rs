@@ -1,6 +1,7 @@
 //! Scaled dot-product attention over `[batch, heads, seq, head_dim]` tensors (or 2-D, one
 //! head): the scores from the crate's GEMM, then the one score-row kernel of `ops` (scale,
-//! mask, softmax), then the product with V.
+//! mask, softmax), then the product with V. Where several query blocks or query heads read one
+//! key head, its `k^T` is packed for the GEMM once and each block reads its window of it.
 //!
 //! Exact mode scores each block of query rows against every key it can see and takes the
 //! two-pass exact softmax (canonical sums) of each row, then `P V`: each row sums over its own
@@ -32,8 +33,11 @@ use ndarray::{
 use super::Session;
 use super::attention_plan::{KeptKeys, Plan};
 use super::softmax::Mask;
+use std::ops::Range;
+use std::sync::OnceLock;
+
 use crate::epilogue::Identity;
-use crate::gemm::RaggedProduct;
+use crate::gemm::{Operand, PackedMatrix, RaggedProduct, view_panel_width};
 use crate::lanes::exact_scalar;
 use crate::ops::CANONICAL_NAN;
 use crate::ops::softmax::MaskedRow;
@@ -183,8 +187,14 @@ fn attention_work(
 const TILE_SCORES: usize =
     AttentionOptions::DEFAULT_QUERY_BLOCK * AttentionOptions::DEFAULT_KEY_BLOCK;
 
+/// Values of the keys packed for the scores' GEMM at most, over every (batch item, key head)
+/// of one call (64 MiB of `f32`): the packed copy is as large as the keys it packs, so past
+/// this each query block packs the keys it reads itself, as a head read by one block does.
+const PACKED_KEYS_BUDGET: usize = 1 << 24;
+
 /// One work item: a block of query rows of batch item `b`, head `h`, starting at query `q0`,
-/// with the keys and values of its kv head.
+/// with the keys and values of its kv head, and `k^T` packed once for every block of that
+/// head when it is shared (`kt`, keys `0..` its width).
 struct Block<'a> {
     b: usize,
     h: usize,
@@ -192,6 +202,7 @@ struct Block<'a> {
     q: ArrayView2<'a, f32>,
     k: ArrayView2<'a, f32>,
     v: ArrayView2<'a, f32>,
+    kt: Option<&'a PackedMatrix>,
 }
 
 impl<M: Mode> Session<M> {
@@ -434,6 +445,23 @@ impl<M: Mode> Session<M> {
                 })
             })
             .collect();
+        // `k^T` of each (batch item, key head), packed by the first block that reads it when
+        // more than one block does (the query blocks of a head and the query heads of a
+        // group): each block's scores then read the keys it sees from it, where each packed
+        // them again. Packing only copies: the bits do not change.
+        let kv_heads = k.shape()[1];
+        let readers = seq_q.div_ceil(query_block) * group;
+        let share_keys = readers > 1
+            && batch
+                .saturating_mul(kv_heads)
+                .saturating_mul(seq_k)
+                .saturating_mul(dim)
+                <= PACKED_KEYS_BUDGET;
+        let packed_keys: Vec<OnceLock<Option<PackedMatrix>>> = if share_keys {
+            (0..batch * kv_heads).map(|_| OnceLock::new()).collect()
+        } else {
+            Vec::new()
+        };
         let inner = Session::<M> {
             pool: super::Threads::Caller,
             parallel_threshold: usize::MAX,
@@ -450,6 +478,15 @@ impl<M: Mode> Session<M> {
                     v.slice(s![b, h / group, .., ..]),
                 ),
             };
+            // Up to the last key any row of the batch item sees (no further: a key length or a
+            // causal limit ends every block's keys there). A failed allocation packs per block.
+            let kt = packed_keys.get(b * kv_heads + h / group).and_then(|once| {
+                once.get_or_init(|| {
+                    let end = plan.block_end(b, seq_q);
+                    PackedMatrix::new_narrow(self.isa.isa(), &kb.slice(s![..end, ..]).t()).ok()
+                })
+                .as_ref()
+            });
             let block = Block {
                 b,
                 h,
@@ -457,6 +494,7 @@ impl<M: Mode> Session<M> {
                 q: q.slice(s![b, h, q0..q0 + o.nrows(), ..]),
                 k: kb,
                 v: vb,
+                kt,
             };
             // Fast mode tiles the keys only where they exceed one tile.
             if M::FAST && plan.block_end(b, q0 + block.q.nrows()) > key_block {
@@ -478,7 +516,7 @@ impl<M: Mode> Session<M> {
         block: &Block<'_>,
         out: &mut ArrayViewMut2<'_, f32>,
     ) -> Result<(), Error> {
-        let Block { b, h, q0, q, k, v } = *block;
+        let Block { b, h, q0, q, v, .. } = *block;
         let rows = q.nrows();
         let end = plan.block_end(b, q0 + rows);
         let mut limits: Vec<usize> = (0..rows).map(|i| plan.row_end(b, q0 + i)).collect();
@@ -488,7 +526,7 @@ impl<M: Mode> Session<M> {
         }
         let mut scores = vec![0f32; rows * end];
         let mut p = matrix(&mut scores, rows, end)?;
-        self.matmul_into(&q, &k.slice(s![..end, ..]).t(), &mut p, &Identity)?;
+        self.key_scores(block, 0..end, &mut p)?;
         // A row that sees no key comes out of the softmax as zeros (never NaN: that is a NaN
         // score); it takes the session's policy when the rows are written.
         let policy = MaskedRow::Zero;
@@ -535,6 +573,29 @@ impl<M: Mode> Session<M> {
         let mut pv = vec![0f32; rows * v.ncols()];
         self.visible_products(&mut pv, &scores, end, &limits, &sparse, v_used)?;
         self.write_rows(plan, v, out, &pv, &seen)
+    }
+
+    /// The block's raw scores against `keys`: `q k[keys]^T` into `p`, from the head's packed
+    /// `k^T` where the block has it and the GEMM would pack a view of these keys in panels of
+    /// its width (on AVX-512 a window wide enough for the 96-column kernel packs its own, so
+    /// that the kernel is the one it always was), else from the view.
+    fn key_scores(
+        &self,
+        block: &Block<'_>,
+        keys: Range<usize>,
+        p: &mut ArrayViewMut2<'_, f32>,
+    ) -> Result<(), Error> {
+        if let Some(kt) = block.kt {
+            let nr = kt.panel_width();
+            if keys.end <= kt.dim().1
+                && keys.start.is_multiple_of(nr)
+                && view_panel_width(self.isa.isa(), keys.len()) == nr
+            {
+                let b = Operand::Packed(kt.columns(keys));
+                return self.matmul_operand_into(&block.q, b, p, &Identity);
+            }
+        }
+        self.matmul_into(&block.q, &block.k.slice(s![keys, ..]).t(), p, &Identity)
     }
 
     /// `P V` with each row over the keys it sees, so that a key it cannot see never enters its
@@ -676,7 +737,7 @@ impl<M: Mode> Session<M> {
         out: &mut ArrayViewMut2<'_, f32>,
         key_block: usize,
     ) -> Result<(), Error> {
-        let Block { b, h, q0, q, k, v } = *block;
+        let Block { b, h, q0, q, v, .. } = *block;
         let rows = q.nrows();
         let v_dim = v.ncols();
         let end = plan.block_end(b, q0 + rows);
@@ -694,7 +755,7 @@ impl<M: Mode> Session<M> {
             let width = k1 - k0;
             let scores = &mut buf[..rows * width];
             let mut p = matrix(scores, rows, width)?;
-            self.matmul_into(&q, &k.slice(s![k0..k1, ..]).t(), &mut p, &Identity)?;
+            self.key_scores(block, k0..k1, &mut p)?;
             for (i, e) in ends.iter_mut().enumerate() {
                 *e = plan.row_end(b, q0 + i).saturating_sub(k0);
             }

@@ -118,8 +118,19 @@ impl<M: Mode> Session<M> {
         c: &mut ArrayRef2<f32>,
         epilogue: &E,
     ) -> Result<(), Error> {
+        self.matmul_operand_into(a, operand(b), c, &epilogue)
+    }
+
+    /// [`Session::matmul_into`] with the right-hand side as the driver reads it (a window of a
+    /// packed matrix, for attention's keys).
+    pub(crate) fn matmul_operand_into<'a>(
+        &'a self,
+        a: &'a ArrayRef2<f32>,
+        b: Operand<'a>,
+        c: &'a mut ArrayRef2<f32>,
+        epilogue: &'a dyn TileEpilogue,
+    ) -> Result<(), Error> {
         let (m, k) = a.dim();
-        let b = operand(b);
         let n = check_product(a, b)?;
         same_shape(
             "matmul: c must be [m, n] for a [m, k], b [k, n]",
@@ -132,7 +143,7 @@ impl<M: Mode> Session<M> {
             b,
             c: c.view_mut(),
         }];
-        self.gemm(items, product_work(1, m, n, k), k, &epilogue, false)
+        self.gemm(items, product_work(1, m, n, k), k, epilogue, false)
     }
 
     /// `b` (`[k, n]`, any strides) packed once for this session's instruction set, to be

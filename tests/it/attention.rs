@@ -268,6 +268,60 @@ fn exact_attention_bits_do_not_depend_on_isa_threads_or_blocks() {
     }
 }
 
+/// A query block has the same bits whether its head's keys were packed once for every block
+/// that reads them (a call of several blocks) or by the block itself (a call of that block
+/// alone), in both modes, with key tiles that start on a panel of the packed keys and tiles
+/// that do not (`key_block` 20), at one and two threads.
+fn blocks_alone_and_together_agree<M: Mode>(isa: Isa) {
+    let c = Case {
+        batch: 2,
+        heads: 1,
+        kv_heads: 1,
+        seq_q: 45,
+        seq_k: 83,
+        dim: 24,
+    };
+    let (q, k, v) = tensors(&c, 41);
+    let lens = [83usize, 61];
+    let qb = 7;
+    for threads in [1, 2] {
+        let s = pinned_session::<M>(isa, threads);
+        for key_block in [0, 20, 32] {
+            let base = AttentionOptions {
+                query_block: qb,
+                key_block,
+                ..AttentionOptions::default().with_key_lengths(&lens)
+            };
+            let mut together = Array4::<f32>::zeros((2, 1, 45, 24));
+            let opts = base.clone().causal_with_offset(c.seq_k - c.seq_q);
+            s.attention_into(&q, &k, &v, &mut together, &opts).unwrap();
+            for q0 in (0..c.seq_q).step_by(qb) {
+                let q1 = (q0 + qb).min(c.seq_q);
+                let rows = q.slice(s![.., .., q0..q1, ..]);
+                let opts = base.clone().causal_with_offset(c.seq_k - c.seq_q + q0);
+                let alone = s.attention_owned(&rows, &k, &v, &opts).unwrap();
+                let want = together.slice(s![.., .., q0..q1, ..]);
+                assert!(
+                    alone
+                        .iter()
+                        .zip(want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{} {isa} {threads} threads, key block {key_block}, rows {q0}..{q1}",
+                    M::NAME
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_block_has_the_same_bits_with_keys_packed_for_the_head_or_for_itself() {
+    for isa in Isa::available() {
+        blocks_alone_and_together_agree::<Exact>(isa);
+        blocks_alone_and_together_agree::<Fast>(isa);
+    }
+}
+
 #[test]
 fn exact_attention_equals_gemm_masked_softmax_gemm() {
     let c = Case {

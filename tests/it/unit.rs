@@ -27,6 +27,7 @@ unit_tests! {
         every_kernel_every_loop_boundary,
         production_blocking_fits_the_register_file,
         large_k_crosses_super_blocks_with_production_blocking,
+        a_packed_column_window_has_the_bits_of_the_view_of_its_columns,
     ]
     gemm_gemv: [
         chunks_cover_the_columns_and_balance_the_threads,
