@@ -156,6 +156,21 @@ impl<const MR: usize> APanel<MR> for PackedA<'_, MR> {
     }
 }
 
+/// The first `R` rows of a packed panel of `MR` rows: the last panel of a tile whose rows end
+/// within it, so that the rows past the end (zeros in the panel) are not multiplied.
+pub(crate) struct ShortA<'a, const MR: usize>(pub &'a [[f32; MR]]);
+
+impl<const MR: usize, const R: usize> APanel<R> for ShortA<'_, MR> {
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn at(&self, k: usize, i: usize) -> &f32 {
+        &self.0[k][i]
+    }
+}
+
 /// `MR` rows of A in place, each `kc` long (a row past the end of A is a row of zeros).
 pub(crate) struct RowsA<'a, const MR: usize>(pub [&'a [f32]; MR]);
 
@@ -420,15 +435,65 @@ pub(crate) fn k_blocks<
                     }
                     Some(_) => unreachable!("A in place for a kernel that packs it"),
                     None => {
-                        let a = PackedA(&apanels[ir * kcur..(ir + 1) * kcur]);
-                        c_block::<L, M, MR, NV, IN_PLACE, PAIRS>(
-                            l, &a, bpanel, &mut c, op.edge, ir, jr, zero,
-                        );
+                        let panel = &apanels[ir * kcur..(ir + 1) * kcur];
+                        let rows = op.a.nrows().saturating_sub(ir * MR);
+                        if !short_block::<L, M, MR, NV>(
+                            l, panel, rows, bpanel, &mut c, ir, jr, zero,
+                        ) {
+                            c_block::<L, M, MR, NV, IN_PLACE, PAIRS>(
+                                l,
+                                &PackedA(panel),
+                                bpanel,
+                                &mut c,
+                                op.edge,
+                                ir,
+                                jr,
+                                zero,
+                            );
+                        }
                     }
                 }
             }
         }
     }
+}
+
+/// The microkernel on the first rows of microtile `(ir, jr)` of the tile buffer when the tile's
+/// `rows` end within its panel: 4 rows where at most 4 are real, 2 where at most 2 (a 256-row
+/// product ends in a panel of 4 rows of the 6 x 2 kernel), so that the zero rows of the panel
+/// are not multiplied. The rows it leaves are padding, never copied to C; each real element
+/// takes the same steps, so the bits do not change. Only for 6-row kernels that accumulate in
+/// a buffer; `false` where it does not apply.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn short_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
+    l: L,
+    panel: &[[f32; MR]],
+    rows: usize,
+    b: &[f32],
+    c: &mut TileC<'_, '_>,
+    ir: usize,
+    jr: usize,
+    zero: bool,
+) -> bool {
+    let TileC::Buffer { buf, ldc } = c else {
+        return false;
+    };
+    if MR != 6 || rows > 4 {
+        return false;
+    }
+    let nr = NV * L::WIDTH;
+    let mut dst = StridedC {
+        buf: &mut buf[ir * MR * *ldc + jr * nr..],
+        ld: *ldc,
+    };
+    let a = ShortA(panel);
+    if rows <= 2 {
+        microkernel::<L, M, 2, NV, false>(l, &a, b, &mut dst, zero);
+    } else {
+        microkernel::<L, M, 4, NV, false>(l, &a, b, &mut dst, zero);
+    }
+    true
 }
 
 /// One microkernel call on microtile `(ir, jr)` of the tile: on the tile buffer, on C in place,
