@@ -14,6 +14,9 @@
 
 use ndarray::ArrayView2;
 
+use std::collections::TryReserveError;
+
+use crate::lanes::pages::{HUGE_PAGE_BYTES, advise_huge_pages};
 use crate::lanes::{prefetch, transpose_strip};
 
 /// Values at the start of each row of the next panel that packing prefetches.
@@ -34,12 +37,43 @@ pub(crate) fn line_offset(v: &[f32]) -> usize {
 /// large blocks start 16 bytes into a page, where every other such load crossed a line, and
 /// exact mode's microkernel (which keeps more instructions in flight per load than fast
 /// mode's) lost to it on Zen 3 (BENCHMARKS.md, "Choices in the code").
+///
+/// A buffer that must grow to 2 MiB or more (the GEMM's packed B and A of a round, kept by the
+/// thread for its next call) is allocated anew, its whole huge pages advised before they are
+/// written ([`panel_buffer`] says why), its old values copied.
 pub(crate) fn line_aligned(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
-    if v.len() < len + LINE - 1 {
-        v.resize(len + LINE - 1, 0.0);
+    let need = len + LINE - 1;
+    if v.capacity() < need && need * size_of::<f32>() >= HUGE_PAGE_BYTES {
+        let mut grown = Vec::with_capacity(need);
+        advise_huge_pages(grown.spare_capacity_mut());
+        grown.extend_from_slice(v);
+        *v = grown;
+    }
+    if v.len() < need {
+        v.resize(need, 0.0);
     }
     let at = line_offset(v);
     &mut v[at..at + len]
+}
+
+/// A buffer of `len` zeros for packed panels that stay (a [`super::PackedMatrix`]), and the
+/// index of its first value, on a cache line ([`line_aligned`]). Where `len` fills at least
+/// one 2 MiB page, the whole huge pages inside the allocation are advised as transparent huge
+/// pages ([`advise_huge_pages`]) before they are first written: packed weights are read from
+/// the L3 cache and memory panel after panel, call after call, and with 4 KiB pages every 64
+/// lines of B cost a TLB entry and restart the prefetchers. The parts before the first and
+/// after the last huge page boundary stay on small pages: nothing is allocated past `len`.
+///
+/// An allocation that fails is an error, not a panic.
+pub(crate) fn panel_buffer(len: usize) -> Result<(Vec<f32>, usize), TryReserveError> {
+    let mut data = Vec::new();
+    data.try_reserve_exact(len + LINE - 1)?;
+    if len * size_of::<f32>() >= HUGE_PAGE_BYTES {
+        advise_huge_pages(data.spare_capacity_mut());
+    }
+    line_aligned(&mut data, len);
+    let at = line_offset(&data);
+    Ok((data, at))
 }
 
 /// Packs `src` (`r x kc`) into `ceil(r / p)` consecutive panels of `p` rows at the start of

@@ -4,7 +4,7 @@
 use ndarray::{ArrayBase, ArrayRef2, ArrayView2, Data, Ix2, s};
 
 use super::blocking::{KB, narrow_panel_width, panel_width};
-use super::pack::{LINE, line_aligned, line_offset, pack_panels};
+use super::pack::{line_aligned, line_offset, pack_panels, panel_buffer};
 use crate::error::Error;
 use crate::lanes::Isa;
 
@@ -64,14 +64,16 @@ impl std::fmt::Debug for PackedMatrix {
 }
 
 impl Clone for PackedMatrix {
-    /// A copy whose panels start on a cache line of its own allocation.
+    /// A copy whose panels start on a cache line of its own allocation (advised for huge pages
+    /// as the original's). Like any `clone`, it aborts if memory cannot be had.
     fn clone(&self) -> PackedMatrix {
-        let mut data = Vec::new();
-        let at = {
-            let dst = line_aligned(&mut data, self.len);
-            dst.copy_from_slice(self.values());
-            line_offset(&data)
-        };
+        let (mut data, at) = panel_buffer(self.len).unwrap_or_else(|_| {
+            let mut data = Vec::new();
+            line_aligned(&mut data, self.len);
+            let at = line_offset(&data);
+            (data, at)
+        });
+        data[at..at + self.len].copy_from_slice(self.values());
         PackedMatrix { data, at, ..*self }
     }
 }
@@ -104,18 +106,15 @@ impl PackedMatrix {
             .ok_or_else(|| too_large("more values than a usize counts".into()))?;
         // Fallible: a size past what `Vec` can hold, or one that memory cannot give, is an
         // error and not a panic or an abort.
-        let mut data = Vec::new();
-        data.try_reserve_exact(len + LINE - 1)
-            .map_err(|e| too_large(e.to_string()))?;
-        let values = line_aligned(&mut data, len);
-        let mut at = 0;
+        let (mut data, at) = panel_buffer(len).map_err(|e| too_large(e.to_string()))?;
+        let values = &mut data[at..at + len];
+        let mut done = 0;
         for k0 in (0..k).step_by(KB) {
             let depth = KB.min(k - k0);
             let src = b.slice(s![k0..k0 + depth, ..]).reversed_axes();
-            at += pack_panels(src, nr, &mut values[at..]);
+            done += pack_panels(src, nr, &mut values[done..]);
         }
-        debug_assert_eq!(at, len);
-        let at = line_offset(&data);
+        debug_assert_eq!(done, len);
         Ok(PackedMatrix {
             k,
             n,

@@ -317,3 +317,44 @@ pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
         assert_eq!(narrow_panel_width(isa), panel_width(isa));
     }
 }
+
+/// A packed buffer of 2 MiB or more lies in memory advised for transparent huge pages: the
+/// kernel marks such a mapping `hg` in `/proc/self/smaps`. Skipped where the kernel has no
+/// transparent huge pages, and checked on x86-64 only: the aarch64 build runs here under
+/// qemu-user, which takes `madvise` as a no-op.
+pub fn a_large_panel_buffer_is_advised_for_huge_pages() {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        use super::pack::{LINE, panel_buffer};
+        use crate::lanes::pages::HUGE_PAGE_BYTES;
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            eprintln!("no transparent huge pages in this kernel: skipped");
+            return;
+        }
+        let len = 3 * HUGE_PAGE_BYTES / size_of::<f32>();
+        let (data, at) = panel_buffer(len).unwrap();
+        assert!(at < LINE && data[at..at + len].iter().all(|&v| v == 0.0));
+        assert_eq!(data[at..].as_ptr().addr() % 64, 0);
+        // An address on a huge page boundary inside the buffer, and the mapping that holds it.
+        let inside = data.as_ptr().addr().next_multiple_of(HUGE_PAGE_BYTES);
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut flags = None;
+        let mut holds = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((lo, hi)) = range.split_once('-')
+                && let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                holds = lo <= inside && inside < hi;
+            } else if holds && let Some(f) = line.strip_prefix("VmFlags:") {
+                flags = Some(f.split_whitespace().map(str::to_owned).collect::<Vec<_>>());
+            }
+        }
+        let flags = flags.expect("the buffer's mapping in /proc/self/smaps");
+        assert!(flags.iter().any(|f| f == "hg"), "VmFlags {flags:?}");
+        // A small one is not advised: under 2 MiB no whole huge page fits.
+        let (small, at) = panel_buffer(1000).unwrap();
+        assert_eq!(small[at..].as_ptr().addr() % 64, 0);
+    }
+}

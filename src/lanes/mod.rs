@@ -17,6 +17,7 @@ mod mode;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod op;
+pub(crate) mod pages;
 pub(crate) mod pair;
 mod scalar;
 pub(crate) mod transpose;
