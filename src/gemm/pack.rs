@@ -38,16 +38,14 @@ pub(crate) fn line_offset(v: &[f32]) -> usize {
 /// exact mode's microkernel (which keeps more instructions in flight per load than fast
 /// mode's) lost to it on Zen 3 (BENCHMARKS.md, "Choices in the code").
 ///
-/// A buffer that must grow to 2 MiB or more (the GEMM's packed B and A of a round, kept by the
-/// thread for its next call) is allocated anew, its whole huge pages advised before they are
-/// written ([`panel_buffer`] says why), its old values copied.
+/// A buffer that must grow is allocated anew by [`reserve_advised`] (its old values copied):
+/// at 2 MiB or more (the GEMM's packed B and A of a round, kept by the thread for its next
+/// call) on transparent huge pages.
 pub(crate) fn line_aligned(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
     let need = len + LINE - 1;
-    if v.capacity() < need && need * size_of::<f32>() >= HUGE_PAGE_BYTES {
-        let mut grown = Vec::with_capacity(need);
-        advise_huge_pages(grown.spare_capacity_mut());
-        grown.extend_from_slice(v);
-        *v = grown;
+    if v.capacity() < need && reserve_advised(v, need).is_err() {
+        // Aborts, as any `Vec` that cannot grow (the callers' buffers are infallible).
+        v.reserve_exact(need - v.len());
     }
     if v.len() < need {
         v.resize(need, 0.0);
@@ -56,21 +54,31 @@ pub(crate) fn line_aligned(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
     &mut v[at..at + len]
 }
 
+/// `v` moved to an allocation of `need` values, its whole 2 MiB pages advised as transparent
+/// huge pages ([`advise_huge_pages`]) before anything is written there (a buffer under 2 MiB
+/// holds none), then its values copied. Packed weights and the GEMM's retained buffers are
+/// read from the L3 cache and memory panel after panel, call after call: with 4 KiB pages
+/// every 64 lines of B cost a TLB entry and restart the prefetchers. The parts before the
+/// first and after the last huge page boundary stay on small pages, so nothing is allocated
+/// past `need`.
+fn reserve_advised(v: &mut Vec<f32>, need: usize) -> Result<(), TryReserveError> {
+    let mut grown = Vec::new();
+    grown.try_reserve_exact(need)?;
+    if need * size_of::<f32>() >= HUGE_PAGE_BYTES {
+        advise_huge_pages(grown.spare_capacity_mut());
+    }
+    grown.extend_from_slice(v);
+    *v = grown;
+    Ok(())
+}
+
 /// A buffer of `len` zeros for packed panels that stay (a [`super::PackedMatrix`]), and the
-/// index of its first value, on a cache line ([`line_aligned`]). Where `len` fills at least
-/// one 2 MiB page, the whole huge pages inside the allocation are advised as transparent huge
-/// pages ([`advise_huge_pages`]) before they are first written: packed weights are read from
-/// the L3 cache and memory panel after panel, call after call, and with 4 KiB pages every 64
-/// lines of B cost a TLB entry and restart the prefetchers. The parts before the first and
-/// after the last huge page boundary stay on small pages: nothing is allocated past `len`.
+/// index of its first value, on a cache line ([`line_aligned`]; on huge pages from 2 MiB).
 ///
 /// An allocation that fails is an error, not a panic.
 pub(crate) fn panel_buffer(len: usize) -> Result<(Vec<f32>, usize), TryReserveError> {
     let mut data = Vec::new();
-    data.try_reserve_exact(len + LINE - 1)?;
-    if len * size_of::<f32>() >= HUGE_PAGE_BYTES {
-        advise_huge_pages(data.spare_capacity_mut());
-    }
+    reserve_advised(&mut data, len + LINE - 1)?;
     line_aligned(&mut data, len);
     let at = line_offset(&data);
     Ok((data, at))

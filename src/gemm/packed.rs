@@ -64,16 +64,15 @@ impl std::fmt::Debug for PackedMatrix {
 }
 
 impl Clone for PackedMatrix {
-    /// A copy whose panels start on a cache line of its own allocation (advised for huge pages
-    /// as the original's). Like any `clone`, it aborts if memory cannot be had.
+    /// A copy whose panels start on a cache line of its own allocation (on huge pages as the
+    /// original's).
     fn clone(&self) -> PackedMatrix {
-        let (mut data, at) = panel_buffer(self.len).unwrap_or_else(|_| {
-            let mut data = Vec::new();
-            line_aligned(&mut data, self.len);
-            let at = line_offset(&data);
-            (data, at)
-        });
-        data[at..at + self.len].copy_from_slice(self.values());
+        let mut data = Vec::new();
+        let at = {
+            let dst = line_aligned(&mut data, self.len);
+            dst.copy_from_slice(self.values());
+            line_offset(&data)
+        };
         PackedMatrix { data, at, ..*self }
     }
 }

@@ -353,7 +353,7 @@ pub fn a_large_panel_buffer_is_advised_for_huge_pages() {
         }
         let flags = flags.expect("the buffer's mapping in /proc/self/smaps");
         assert!(flags.iter().any(|f| f == "hg"), "VmFlags {flags:?}");
-        // A small one is not advised: under 2 MiB no whole huge page fits.
+        // A small one starts on a cache line too.
         let (small, at) = panel_buffer(1000).unwrap();
         assert_eq!(small[at..].as_ptr().addr() % 64, 0);
     }
