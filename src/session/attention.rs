@@ -43,6 +43,7 @@ use crate::ops::CANONICAL_NAN;
 use crate::ops::softmax::MaskedRow;
 use crate::ops::softmax::online::{OnlineSoftmax, OnlineUpdateRows};
 use crate::ops::softmax::scores::{MaskedSoftmaxRow, RaggedSoftmaxRows};
+use crate::row_buffer::{give_back, take_buffer};
 use crate::{Error, Mode};
 
 /// The options of [`Session::attention_into`].
@@ -524,9 +525,12 @@ impl<M: Mode> Session<M> {
             let seen = vec![false; rows];
             return self.write_rows(plan, v, out, &[], &seen);
         }
-        let mut scores = vec![0f32; rows * end];
+        // The scores and `P V` in buffers of this thread, kept from block to block rather than
+        // allocated and zeroed for each: every entry is written before it is used (the scores
+        // past a row's limit by the softmax, which masks them).
+        let mut scores = take_buffer(rows * end);
         let mut p = matrix(&mut scores, rows, end)?;
-        self.key_scores(block, 0..end, &mut p)?;
+        self.block_scores(block, &limits, end, &mut p)?;
         // A row that sees no key comes out of the softmax as zeros (never NaN: that is a NaN
         // score); it takes the session's policy when the rows are written.
         let policy = MaskedRow::Zero;
@@ -570,9 +574,52 @@ impl<M: Mode> Session<M> {
             }
         }
         let v_used = v.slice(s![..end, ..]);
-        let mut pv = vec![0f32; rows * v.ncols()];
+        let mut pv = take_buffer(rows * v.ncols());
         self.visible_products(&mut pv, &scores, end, &limits, &sparse, v_used)?;
-        self.write_rows(plan, v, out, &pv, &seen)
+        self.write_rows(plan, v, out, &pv, &seen)?;
+        give_back(pv);
+        give_back(scores);
+        Ok(())
+    }
+
+    /// The block's raw scores against the keys each row sees (`limits[i]` for row `i`, at most
+    /// `end`) into `p` (`rows x end`). Where the limits grow down the block (a causal block),
+    /// the rows go in bands of one key panel (at least 16 rows), each against the keys up to
+    /// its last row's limit rounded up to a whole panel: the scores above the diagonal, which
+    /// the softmax masks whatever they hold, are not computed. Each score is
+    /// the same dot product whichever band computes it: the GEMM's bits do not depend on its
+    /// shape.
+    fn block_scores(
+        &self,
+        block: &Block<'_>,
+        limits: &[usize],
+        end: usize,
+        p: &mut ArrayViewMut2<'_, f32>,
+    ) -> Result<(), Error> {
+        let rows = limits.len();
+        let nr = block.kt.map_or_else(
+            || view_panel_width(self.isa.isa(), end),
+            |kt| kt.panel_width(),
+        );
+        let band = nr.max(SCORE_BAND_ROWS);
+        if rows <= band || limits.first() == limits.last() {
+            return self.key_scores(block, 0..end, p);
+        }
+        for r0 in (0..rows).step_by(band) {
+            let r1 = (r0 + band).min(rows);
+            let needed = limits[r0..r1].iter().copied().max().unwrap_or(0);
+            let keys = needed.next_multiple_of(nr).min(end);
+            if keys == 0 {
+                continue;
+            }
+            let part = Block {
+                q0: block.q0 + r0,
+                q: block.q.slice(s![r0..r1, ..]),
+                ..*block
+            };
+            self.key_scores(&part, 0..keys, &mut p.slice_mut(s![r0..r1, ..keys]))?;
+        }
+        Ok(())
     }
 
     /// The block's raw scores against `keys`: `q k[keys]^T` into `p`, from the head's packed
@@ -822,6 +869,12 @@ impl<M: Mode> Session<M> {
 /// own triangle), which the ragged rows, one value row at a time, ran well below the GEMM's
 /// rate (BENCHMARKS.md, "Choices in the code").
 const SHARED_KEYS_GEMM: usize = 16;
+
+/// The fewest rows of a band of a causal block's scores ([`Session::block_scores`]): one 16-key
+/// panel of AVX2. Narrower bands make more, smaller products that cost more than the scores
+/// they skip; a band of 18 rows rounds its keys up past the next panel and skips less
+/// (BENCHMARKS.md, "Choices in the code").
+const SCORE_BAND_ROWS: usize = 16;
 
 /// The fewest rows of a block for the GEMM of [`SHARED_KEYS_GEMM`]: it packs the value rows
 /// of the shared keys first, a cost the ragged rows do not have, which a decode step's single
