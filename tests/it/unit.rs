@@ -120,6 +120,7 @@ unit_tests! {
     ]
     ops_softmax_scores: [
         scale_and_mask_masks_past_the_end_and_where_keep_is_false_on_every_isa,
+        the_scale_in_the_exp_pass_gives_the_bits_of_a_scaling_pass,
     ]
     ops_tanh: [
         both_branches_in_one_pass_are_the_two_branch_form,

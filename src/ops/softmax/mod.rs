@@ -108,18 +108,44 @@ fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(
     lowest: f32,
 ) -> f32 {
     if shift_in_range::<M>(lowest, m) {
-        exp_shifted_sum_on::<L, M, STORE, true>(l, src, row, m)
+        exp_shifted_sum_on::<L, M, STORE, true, false>(l, src, row, 1.0, m)
     } else {
-        exp_shifted_sum_on::<L, M, STORE, false>(l, src, row, m)
+        exp_shifted_sum_on::<L, M, STORE, false, false>(l, src, row, 1.0, m)
     }
 }
 
-/// [`exp_shifted_sum`] with the range known.
+/// [`exp_shifted_sum`] of the row's entries each multiplied by `scale` first (one rounding,
+/// in the register: `x_i` is `row[i] * scale`, `m` and `lowest` those of the products), the
+/// exps written to `row`: a pass that scaled the row in place would give the same bits.
 #[inline(always)]
-fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool>(
+fn exp_scaled_shifted_sum<L: Lanes, M: Mode>(
+    l: L,
+    row: &mut [f32],
+    scale: f32,
+    m: f32,
+    lowest: f32,
+) -> f32 {
+    if shift_in_range::<M>(lowest, m) {
+        exp_shifted_sum_on::<L, M, true, true, true>(l, None, row, scale, m)
+    } else {
+        exp_shifted_sum_on::<L, M, true, false, true>(l, None, row, scale, m)
+    }
+}
+
+/// [`exp_shifted_sum`] with the range known; with `SCALED` each entry is multiplied by
+/// `scale` as it is loaded.
+#[inline(always)]
+fn exp_shifted_sum_on<
+    L: Lanes,
+    M: Mode,
+    const STORE: bool,
+    const IN_RANGE: bool,
+    const SCALED: bool,
+>(
     l: L,
     src: Option<&[f32]>,
     row: &mut [f32],
+    scale: f32,
     m: f32,
 ) -> f32 {
     // In range (no select in the exp), the exps of a wide group of registers (four on AVX2)
@@ -140,17 +166,20 @@ fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool
             row,
             #[inline(always)]
             |row, start| {
-                exp_shift_at::<_, M, STORE, true>(
+                exp_shift_at::<_, M, STORE, true, SCALED>(
                     g,
                     src,
                     row,
                     start,
                     <L::WideGroup as Lanes>::WIDTH,
+                    scale,
                     m,
                 )
             },
             #[inline(always)]
-            |row, start, len| exp_shift_at::<L, M, STORE, true>(l, src, row, start, len, m),
+            |row, start, len| {
+                exp_shift_at::<L, M, STORE, true, SCALED>(l, src, row, start, len, scale, m)
+            },
         )
     } else {
         // `l` as its own group: no group is formed.
@@ -160,27 +189,33 @@ fn exp_shifted_sum_on<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool
             n,
             row,
             #[inline(always)]
-            |row, start| exp_shift_at::<L, M, STORE, false>(l, src, row, start, L::WIDTH, m),
+            |row, start| {
+                exp_shift_at::<L, M, STORE, false, SCALED>(l, src, row, start, L::WIDTH, scale, m)
+            },
             #[inline(always)]
-            |row, start, len| exp_shift_at::<L, M, STORE, false>(l, src, row, start, len, m),
+            |row, start, len| {
+                exp_shift_at::<L, M, STORE, false, SCALED>(l, src, row, start, len, scale, m)
+            },
         )
     }
 }
 
 /// `exp(x - m)` of the register of elements `start..start + len` of `src` (of `row` when
-/// `src` is `None`), stored to `row` with `STORE`.
+/// `src` is `None`), each `x` times `scale` first with `SCALED`, stored to `row` with `STORE`.
 #[inline(always)]
-fn exp_shift_at<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool>(
+fn exp_shift_at<L: Lanes, M: Mode, const STORE: bool, const IN_RANGE: bool, const SCALED: bool>(
     l: L,
     src: Option<&[f32]>,
     row: &mut [f32],
     start: usize,
     len: usize,
+    scale: f32,
     m: f32,
 ) -> L::F {
     let part = &mut row[start..start + len];
     let from = src.map_or(&*part, |s| &s[start..start + len]);
     let x = l.load_partial(from, f32::NEG_INFINITY);
+    let x = if SCALED { l.mul(x, l.splat(scale)) } else { x };
     let e = exp_shift::<L, M, IN_RANGE>(l, x, l.splat(m), m == f32::INFINITY);
     if STORE {
         l.store_partial(e, part);
@@ -363,7 +398,7 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
 /// of the whole row. With the masked entries out of the row, the visible ones can take the
 /// exp's select-free form.
 #[inline(always)]
-fn softmax_row_visible<L: Lanes, M: Mode>(
+pub(super) fn softmax_row_visible<L: Lanes, M: Mode>(
     l: L,
     row: &mut [f32],
     visible: usize,
@@ -380,6 +415,33 @@ fn softmax_row_visible<L: Lanes, M: Mode>(
         return tail.fill(fill);
     }
     let s = exp_shifted_sum::<L, M, true>(l, None, head, m, min);
+    normalise::<L, M>(l, head, s);
+    tail.fill(0.0);
+}
+
+/// [`softmax_row_visible`] of the row with each visible entry multiplied by `scale` (positive
+/// and finite) first: the bits of scaling them in place, then the softmax, without that pass.
+/// The products are formed in the exp pass; rounding is monotonic, so their maximum and
+/// minimum are the entries' maximum and minimum times `scale`, and a product is NaN exactly
+/// where the entry is.
+#[inline(always)]
+pub(super) fn softmax_row_visible_scaled<L: Lanes, M: Mode>(
+    l: L,
+    row: &mut [f32],
+    visible: usize,
+    scale: f32,
+    policy: MaskedRow,
+) {
+    debug_assert!(scale > 0.0 && scale.is_finite());
+    let n = row.len();
+    let (head, tail) = row.split_at_mut(visible);
+    let RowExtremes { max, min, nan } = row_extremes(l, head);
+    let (m, lowest) = (max * scale, min * scale);
+    if let Some(fill) = special_row_fill::<M>(m, nan, n, policy, false) {
+        head.fill(fill);
+        return tail.fill(fill);
+    }
+    let s = exp_scaled_shifted_sum::<L, M>(l, head, scale, m, lowest);
     normalise::<L, M>(l, head, s);
     tail.fill(0.0);
 }

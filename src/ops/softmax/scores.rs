@@ -2,7 +2,7 @@
 //! softmax of masked rows of scores: one row with any mask, or consecutive rows each masked
 //! from its own key on.
 
-use super::{MaskedRow, softmax_row_visible};
+use super::{MaskedRow, softmax_row_visible, softmax_row_visible_scaled};
 use crate::lanes::{LaneOp, Lanes, MAX_WIDTH, Mode, compiled_once_per_mode};
 
 /// What masks the scores of one row of attention: the keys from `end` on (a causal limit or
@@ -101,6 +101,11 @@ pub fn masked_softmax_row<L: Lanes, M: Mode>(
     policy: MaskedRow,
 ) {
     let visible = mask.visible(row.len());
+    if mask.keep.is_none() && mask.add.is_none() && scale > 0.0 && scale.is_finite() {
+        // Nothing to mask among the visible keys: the scale goes into the softmax's exp pass
+        // instead of a pass of its own, with the same bits.
+        return softmax_row_visible_scaled::<L, M>(l, row, visible, scale, policy);
+    }
     scale_and_mask(l, &mut row[..visible], scale, &mask.prefix(visible));
     softmax_row_visible::<L, M>(l, row, visible, policy);
 }
@@ -189,6 +194,99 @@ compiled_once_per_mode!(RaggedSoftmaxRows<'_>);
 pub mod tests {
     use super::*;
     use crate::lanes::{Exact, Isa};
+
+    /// A row masked by a limit alone takes its scale in the softmax's exp pass: the bits of
+    /// [`scale_and_mask`] in place, then the softmax of the visible keys, on every instruction
+    /// set and in both modes, for rows with NaN, infinities, zeros of both signs, subnormals
+    /// and values whose product overflows or underflows, at limits inside, at and past the
+    /// row, and with scales that leave the pass unfused (zero, negative, infinite, NaN).
+    pub fn the_scale_in_the_exp_pass_gives_the_bits_of_a_scaling_pass() {
+        fn check<M: Mode>() {
+            let n = 37;
+            let base: Vec<f32> = (0..n)
+                .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.75)
+                .collect();
+            let mut rows = vec![base.clone()];
+            for (j, special) in [
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                -0.0,
+                1e-40,
+                3e38,
+                -3e38,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let mut row = base.clone();
+                row[(j * 5) % n] = special;
+                row[(j * 5 + 17) % n] = special;
+                rows.push(row);
+            }
+            rows.push(vec![f32::NEG_INFINITY; n]);
+            rows.push(vec![-0.0; n]);
+            let scales = [
+                0.125f32,
+                1.0,
+                3e30,
+                1e-30,
+                0.0,
+                -0.5,
+                f32::INFINITY,
+                f32::NAN,
+            ];
+            for isa in Isa::available() {
+                let isa = isa.supported().unwrap();
+                for row in &rows {
+                    for end in [0, 1, 8, 20, n, n + 3] {
+                        for &scale in &scales {
+                            for policy in [MaskedRow::Zero, MaskedRow::Uniform, MaskedRow::Nan] {
+                                let mask = ScoreMask {
+                                    end,
+                                    keep: None,
+                                    add: None,
+                                };
+                                let mut got = row.clone();
+                                MaskedSoftmaxRow {
+                                    row: &mut got,
+                                    scale,
+                                    mask,
+                                    policy,
+                                }
+                                .dispatch::<M>(isa);
+                                struct Unfused<'a>(&'a mut [f32], f32, ScoreMask<'a>, MaskedRow);
+                                impl LaneOp for Unfused<'_> {
+                                    type Output = ();
+                                    fn run<L: Lanes, M: Mode>(self, l: L) {
+                                        let visible = self.2.visible(self.0.len());
+                                        let prefix = self.2.prefix(visible);
+                                        scale_and_mask(l, &mut self.0[..visible], self.1, &prefix);
+                                        super::softmax_row_visible::<L, M>(
+                                            l, self.0, visible, self.3,
+                                        );
+                                    }
+                                }
+                                let mut want = row.clone();
+                                isa.dispatch::<M, _>(Unfused(&mut want, scale, mask, policy));
+                                let bits =
+                                    |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                                assert_eq!(
+                                    bits(&got),
+                                    bits(&want),
+                                    "{:?} {} end {end} scale {scale} row {row:?}",
+                                    isa.isa(),
+                                    M::NAME
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        check::<Exact>();
+        check::<crate::lanes::Fast>();
+    }
 
     pub fn scale_and_mask_masks_past_the_end_and_where_keep_is_false_on_every_isa() {
         for isa in Isa::available() {
