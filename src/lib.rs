@@ -53,6 +53,7 @@ pub mod unit_tests {
     pub use crate::gemm::pack::tests as gemm_pack;
     pub use crate::gemm::ragged::tests as gemm_ragged;
     pub use crate::gemm::tests as gemm;
+    pub use crate::lanes::core_kind::tests as lanes_core_kind;
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     pub use crate::lanes::fpenv::tests as lanes_fpenv;
     pub use crate::lanes::pair::tests as lanes_pair;

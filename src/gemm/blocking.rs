@@ -34,9 +34,10 @@ impl Blocking {
     /// values, 200 KB) and the packed A block (48 x 1024, 192 KB) share a 512 KB L2 with the
     /// packed B micro-panel (1024 x 16, 64 KB) that the 8 A panels of the tile read in turn. A
     /// tile 1024 wide covers the columns of a 1024-wide product at once, so A is packed once
-    /// per K block. For AVX-512 (4 x 96, 256 deep) the tile is 32 x 960 (the widest whole
+    /// per K block. For AVX-512's 4 x 96 (256 deep) the tile is 32 x 960 (the widest whole
     /// number of 96-column panels, 123 KB) and a B micro-panel (256 x 96, 96 KB) is read from
-    /// L2 (1 MB on the CPUs that have AVX-512) by the 8 A panels of the tile.
+    /// L2 (1 MB or more on the CPUs that have AVX-512) by the 8 A panels of the tile; for its
+    /// 14 x 32 the tile is 112 x 1024 and the B micro-panel (256 x 32, 32 KB) stays in L1.
     ///
     /// `nt` is the widest tile: the driver cuts a slab into equal tiles, narrower for a deep
     /// product (at most 2 MiB of packed B per tile, so that the tile's bands find B in L3) or
@@ -55,6 +56,9 @@ impl Blocking {
     }
 }
 
+/// Columns of AVX-512's wide panels, those of [`Mr4Nv6`].
+pub(crate) const WIDE_PANEL_WIDTH: usize = Mr4Nv6::NV * 16;
+
 /// Columns of the narrower B panels of `isa`: those of [`panel_width`], but 32 on AVX-512 (its
 /// second microkernel, [`Mr14Nv2`], for narrow products; also the panels the GEMV packs from a
 /// view).
@@ -66,13 +70,26 @@ pub(crate) fn narrow_panel_width(isa: Isa) -> usize {
 }
 
 /// Columns of the B panels the GEMM of `isa` reads from a `PackedMatrix` (its microkernel's
-/// `NV` registers; on AVX-512, those of the wide-product kernel [`Mr4Nv6`]).
+/// `NV` registers; on AVX-512, those of the wide-product kernel [`Mr4Nv6`] where
+/// [`wide_kernel_preferred`], else those of [`Mr14Nv2`]).
 pub(crate) fn panel_width(isa: Isa) -> usize {
     let nv = match isa {
-        Isa::Avx512 => Mr4Nv6::NV,
+        Isa::Avx512 if wide_kernel_preferred() => Mr4Nv6::NV,
+        Isa::Avx512 => Mr14Nv2::NV,
         Isa::Avx2 | Isa::Sse2 => Mr6Nv2::NV,
         Isa::Neon => Mr8Nv3::NV,
         Isa::Scalar => Mr4Nv4::NV,
     };
     nv * isa.width()
+}
+
+/// Whether wide AVX-512 products (and every `PackedMatrix::new`) take the 4 x 6 kernel
+/// ([`Mr4Nv6`], 96-column panels) rather than 14 x 2 ([`Mr14Nv2`], 32 columns): on a core
+/// that halves 512-bit operations (Zen 4). Its B micro-panel (256 x 96, 96 KB) streams from L2
+/// at 384 bytes per 24 FMAs: 16 bytes a cycle at Zen 4's one 512-bit FMA per cycle, but 32 on
+/// a core with two full-width FMA pipes (Intel's), where the loop stalls on B's loads. There the
+/// 14 x 2 kernel's B micro-panel (256 x 32, 32 KB) stays in L1 while the tile's A panels stream
+/// past it (4 bytes a cycle). Either kernel gives the same bits.
+pub(crate) fn wide_kernel_preferred() -> bool {
+    crate::lanes::core_kind::halves_512_bit_operations()
 }

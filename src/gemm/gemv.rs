@@ -13,7 +13,7 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 
-use super::blocking::{KB, narrow_panel_width, panel_width};
+use super::blocking::{KB, narrow_panel_width};
 use super::driver::{Item, finish_tile, tile_view};
 use super::pack::pack_panels;
 use super::packed::Operand;
@@ -137,8 +137,8 @@ fn run_chunk<M: Mode>(
     mut t: Chunk<'_, '_>,
 ) -> Result<(), Error> {
     let w = t.c.ncols();
-    // Room for whole groups of panels (a packed B has the panels of `isa`: checked).
-    let mut buf = vec![0.0f32; w.next_multiple_of(PANELS * panel_width(isa.isa()))];
+    // Room for whole groups of panels: the packed B's own, or those a view is packed into.
+    let mut buf = vec![0.0f32; w.next_multiple_of(group_width(isa, &t.b))];
     match t.b {
         Operand::Packed(p) => {
             let nr = p.panel_width();

@@ -95,7 +95,8 @@ const fn runs_on(isas: &[Isa], isa: Isa) -> bool {
 
 micro_kernels! {
     /// 4 x 6 registers: 24 accumulators, 6 B registers and a broadcast of the 32 AVX-512
-    /// registers, for wide products and every `PackedMatrix`. One broadcast feeds six
+    /// registers, for wide products and every `PackedMatrix` on a core that halves 512-bit
+    /// operations (Zen 4, [`super::blocking::wide_kernel_preferred`]). One broadcast feeds six
     /// products: exact mode's separate multiplies and adds compete with the broadcasts for
     /// the FP pipes, so the 14 x 2 kernel (one broadcast per two products) left exact mode far
     /// behind fast mode's rate, and 4 x 6 closes most of that gap with fast mode no slower on
@@ -103,7 +104,9 @@ micro_kernels! {
     Mr4Nv6 = (4, 6, true, false, 256) on [Avx512];
     /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers, for products whose
     /// width would leave much of a 96-column panel empty (attention's 64-wide head, a 256-key
-    /// tile of scores): 32-column panels waste less there.
+    /// tile of scores): 32-column panels waste less there. On cores with two full-width FMA
+    /// pipes (Intel's) it takes every product: its B micro-panel stays in L1, where 4 x 6's
+    /// streams from L2 at more bytes per cycle than L2 gives.
     Mr14Nv2 = (14, 2, false, false, 256) on [Avx512];
     /// 6 x 2 registers: 12 accumulators, 2 B registers and a broadcast of the 16 AVX2/SSE2
     /// registers. Its loop takes the depth in pairs (see [`microkernel`]).

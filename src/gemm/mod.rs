@@ -161,7 +161,7 @@ impl Gemm<'_> {
 /// [`wide_view_fits`]. Either kernel gives the same bits.
 #[cfg(target_arch = "x86_64")]
 fn wide_panels_fit(items: &[Item<'_>]) -> bool {
-    let wide = blocking::panel_width(Isa::Avx512);
+    let wide = blocking::WIDE_PANEL_WIDTH;
     let packed = items.iter().find_map(|it| match it.b {
         Operand::Packed(p) => Some(p.panel_width()),
         Operand::View(_) => None,
@@ -172,11 +172,15 @@ fn wide_panels_fit(items: &[Item<'_>]) -> bool {
     }
 }
 
-/// Whether a view of B `n` columns wide takes AVX-512's 96-column panels: when at most a
-/// sixteenth of the padded width is padding (a 64-wide product would compute 96 columns with
-/// them, a 768-wide one exactly 768).
+/// Whether a view of B `n` columns wide takes AVX-512's 96-column panels: where the 4 x 6
+/// kernel is preferred ([`blocking::wide_kernel_preferred`]), when at most a sixteenth of the
+/// padded width is padding (a 64-wide product would compute 96 columns with them, a 768-wide
+/// one exactly 768).
 fn wide_view_fits(n: usize) -> bool {
-    let wide = blocking::panel_width(Isa::Avx512);
+    if !blocking::wide_kernel_preferred() {
+        return false;
+    }
+    let wide = blocking::WIDE_PANEL_WIDTH;
     let padded = n.next_multiple_of(wide);
     16 * (padded - n) <= padded
 }

@@ -94,7 +94,12 @@ impl PackedMatrix {
         PackedMatrix::with_panels(isa, b, narrow_panel_width(isa))
     }
 
-    fn with_panels(isa: Isa, b: &ArrayRef2<f32>, nr: usize) -> Result<PackedMatrix, Error> {
+    /// Packs `b` in panels of `nr` columns (a multiple of `isa`'s lane width).
+    pub(super) fn with_panels(
+        isa: Isa,
+        b: &ArrayRef2<f32>,
+        nr: usize,
+    ) -> Result<PackedMatrix, Error> {
         let (k, n) = b.dim();
         let too_large = |why: String| {
             Error::InvalidArgument(format!("PackedMatrix of [{k}, {n}]: too large ({why})"))

@@ -264,7 +264,7 @@ impl crate::work_queue::Region for ThreeThreads {
 }
 
 /// A window of columns of a packed matrix ([`super::PackedMatrix::columns`], in the panels of
-/// `new` and of `new_narrow`) multiplies as the view of those columns does, bit for bit, in
+/// `new` and of `new_narrow`, and on AVX-512 in those of both its kernels) multiplies as the view of those columns does, bit for bit, in
 /// both modes and on every instruction set: through the GEMM and the GEMV (one row of A), over
 /// K across two super-blocks, from the first panel and from a later one.
 pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
@@ -275,12 +275,27 @@ pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
         let s = Session::<M>::new().with_isa(isa).unwrap();
         for k in [40, super::blocking::KB + 3] {
             let b = Array2::from_shape_fn((k, 150), |(i, j)| ((i * 7 + j * 3) % 23) as f32 - 11.5);
-            for packed in [
+            // On AVX-512 also both kernels' panels, whichever this CPU packs by default.
+            let widths = if isa == Isa::Avx512 {
+                vec![super::blocking::WIDE_PANEL_WIDTH, 32]
+            } else {
+                vec![]
+            };
+            let packings = [
                 PackedMatrix::new(isa, &b).unwrap(),
                 PackedMatrix::new_narrow(isa, &b).unwrap(),
-            ] {
+            ]
+            .into_iter()
+            .chain(
+                widths
+                    .into_iter()
+                    .map(|nr| PackedMatrix::with_panels(isa, &b, nr).unwrap()),
+            );
+            for packed in packings {
                 let nr = packed.panel_width();
-                for cols in [0..150, 0..nr + 5, nr..(3 * nr + 1).min(150), 2 * nr..2 * nr] {
+                // An empty window at a panel's start, within the 150 columns for 96-column panels.
+                let empty = nr.min(150);
+                for cols in [0..150, 0..nr + 5, nr..(3 * nr + 1).min(150), empty..empty] {
                     for m in [1, 13] {
                         let a = Array2::from_shape_fn((m, k), |(i, j)| {
                             ((i * 5 + j) % 17) as f32 * 0.125 - 1.0
@@ -308,10 +323,22 @@ pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
         check_mode::<Fast>(isa);
     }
     // A narrow window takes the narrow panels on AVX-512 (so the narrow packing runs the kernel
-    // a view of it would), a wide one the 96-column panels; one width elsewhere.
-    use super::blocking::{narrow_panel_width, panel_width};
+    // a view of it would), a wide one the panels of `PackedMatrix::new`: 96 columns where the
+    // 4 x 6 kernel is preferred, else 32; one width elsewhere.
+    use super::blocking::{
+        WIDE_PANEL_WIDTH, narrow_panel_width, panel_width, wide_kernel_preferred,
+    };
+    let wide = if wide_kernel_preferred() {
+        WIDE_PANEL_WIDTH
+    } else {
+        32
+    };
+    assert_eq!(panel_width(Isa::Avx512), wide);
     assert_eq!(super::view_panel_width(Isa::Avx512, 64), 32);
-    assert_eq!(super::view_panel_width(Isa::Avx512, 768), 96);
+    assert_eq!(super::view_panel_width(Isa::Avx512, 768), wide);
+    let weights = Array2::<f32>::zeros((8, 768));
+    let packed = super::PackedMatrix::new(Isa::Avx512, &weights).unwrap();
+    assert_eq!(packed.panel_width(), wide);
     for isa in [Isa::Avx2, Isa::Sse2, Isa::Scalar, Isa::Neon] {
         assert_eq!(super::view_panel_width(isa, 768), panel_width(isa));
         assert_eq!(narrow_panel_width(isa), panel_width(isa));

@@ -11,6 +11,7 @@
 //! through [`Mode::madd`], which is a separate multiply and add in [`Exact`] and calls
 //! [`Lanes::fma`] only in [`Fast`].
 
+pub(crate) mod core_kind;
 pub(crate) mod fpenv;
 mod isa;
 mod mode;

@@ -50,6 +50,9 @@ unit_tests! {
         exact_tanh_in_range_gives_the_scalar_bits_up_to_a_lane_out_of_range,
         exact_horner_in_place_gives_the_scalar_bits_in_whole_blocks,
     ]
+    lanes_core_kind: [
+        family_adds_the_extended_family_only_to_family_15,
+    ]
     lanes_pair: [
         pair_loads_stores_and_tests_both_halves,
     ]
