@@ -462,11 +462,12 @@ pub(crate) fn k_blocks<
 }
 
 /// The microkernel on the first rows of microtile `(ir, jr)` of the tile buffer when the tile's
-/// `rows` end within its panel: 4 rows where at most 4 are real, 2 where at most 2 (a 256-row
-/// product ends in a panel of 4 rows of the 6 x 2 kernel), so that the zero rows of the panel
-/// are not multiplied. The rows it leaves are padding, never copied to C; each real element
-/// takes the same steps, so the bits do not change. Only for 6-row kernels that accumulate in
-/// a buffer; `false` where it does not apply.
+/// `rows` end within its panel: 2, 4 or (14-row kernels) 8 rows, the fewest that hold the real
+/// ones (a 256-row product ends in a panel of 4 rows of the 6 x 2 kernel and of the 14 x 2
+/// one, a 64-row query block in 4 and 8), so that the zero rows of the panel are not
+/// multiplied. The rows it leaves are padding, never copied to C; each real element takes the
+/// same steps, so the bits do not change. Only for the 6- and 14-row kernels, which
+/// accumulate in a buffer; `false` where it does not apply.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn short_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
@@ -482,7 +483,12 @@ fn short_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
     let TileC::Buffer { buf, ldc } = c else {
         return false;
     };
-    if MR != 6 || rows > 4 {
+    let most = match MR {
+        6 => 4,
+        14 => 8,
+        _ => 0,
+    };
+    if rows > most {
         return false;
     }
     let nr = NV * L::WIDTH;
@@ -493,8 +499,10 @@ fn short_block<L: Lanes, M: Mode, const MR: usize, const NV: usize>(
     let a = ShortA(panel);
     if rows <= 2 {
         microkernel::<L, M, 2, NV, false>(l, &a, b, &mut dst, zero);
-    } else {
+    } else if rows <= 4 {
         microkernel::<L, M, 4, NV, false>(l, &a, b, &mut dst, zero);
+    } else if MR >= 8 {
+        microkernel::<L, M, 8, NV, false>(l, &a, b, &mut dst, zero);
     }
     true
 }

@@ -161,10 +161,12 @@ fn every_loop_boundary<K: MicroKernel>(isa: Isa) {
         (2 * mr + 1, 2 * nr + 3, 13),
         (3 * mr - 1, 5 * nr - 1, 30),
         // Tiles whose rows end within a panel at every remainder a 6-row kernel has: its last
-        // panel runs 4 or 2 rows (`short_block`).
+        // panel runs 4 or 2 rows (`short_block`); a 14-row kernel's runs 8 rows too.
         (mr + 4, nr + 1, 9),
         (2 * mr + 3, 2 * nr, 12),
         (mr + 2, 3, 11),
+        (mr + 7, nr + 5, 10),
+        (mr + 5, 2, 7),
         (7, 9, 0),
         (0, 4, 3),
         (4, 0, 3),
