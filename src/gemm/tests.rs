@@ -266,9 +266,10 @@ impl crate::work_queue::Region for ThreeThreads {
 }
 
 /// A window of columns of a packed matrix ([`super::PackedMatrix::columns`], in the panels of
-/// `new` and of `new_narrow`, and on AVX-512 in those of both its kernels) multiplies as the view of those columns does, bit for bit, in
-/// both modes and on every instruction set: through the GEMM and the GEMV (one row of A), over
-/// K across two super-blocks, from the first panel and from a later one.
+/// `new` and of `new_narrow`, and on AVX-512 in those of both its kernels) multiplies as the
+/// view of those columns does, bit for bit, in both modes and on every instruction set: through
+/// the GEMM and the GEMV (one row of A), over K across two super-blocks, from the first panel
+/// and from a later one.
 pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
     fn check_mode<M: Mode>(isa: Isa) {
         use crate::Session;
@@ -279,7 +280,10 @@ pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
             let b = Array2::from_shape_fn((k, 150), |(i, j)| ((i * 7 + j * 3) % 23) as f32 - 11.5);
             // On AVX-512 also both kernels' panels, whichever this CPU packs by default.
             let widths = if isa == Isa::Avx512 {
-                vec![super::blocking::WIDE_PANEL_WIDTH, 32]
+                vec![
+                    super::blocking::WIDE_PANEL_WIDTH,
+                    super::blocking::narrow_panel_width(isa),
+                ]
             } else {
                 vec![]
             };
@@ -330,13 +334,15 @@ pub fn a_packed_column_window_has_the_bits_of_the_view_of_its_columns() {
     use super::blocking::{
         WIDE_PANEL_WIDTH, narrow_panel_width, panel_width, wide_kernel_preferred,
     };
+    let narrow = narrow_panel_width(Isa::Avx512);
+    assert_eq!(narrow, 32);
     let wide = if wide_kernel_preferred() {
         WIDE_PANEL_WIDTH
     } else {
-        32
+        narrow
     };
     assert_eq!(panel_width(Isa::Avx512), wide);
-    assert_eq!(super::view_panel_width(Isa::Avx512, 64), 32);
+    assert_eq!(super::view_panel_width(Isa::Avx512, 64), narrow);
     assert_eq!(super::view_panel_width(Isa::Avx512, 768), wide);
     let weights = Array2::<f32>::zeros((8, 768));
     let packed = super::PackedMatrix::new(Isa::Avx512, &weights).unwrap();
