@@ -46,6 +46,13 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     /// call cost more than the L1 saves (BENCHMARKS.md, "Choices in the code"). 256 for the
     /// others, unmeasured on their machines at any other depth.
     const KC: usize;
+    /// Whether each microkernel call first asks for a share of the next B micro-panel to be
+    /// brought into L2 ([`next_micro_panel`]), so that the panel a band of rows reads first
+    /// from memory (weights not read since the last call of the model) is in L2 when its
+    /// first A panel comes to it. Only 14 x 2, where it was measured (Intel, BENCHMARKS.md,
+    /// "Choices in the code"): its B micro-panel is read by the tile's A panels in 9 us or so,
+    /// and the hardware prefetchers stop at each 4 KiB page of it.
+    const PREFETCH_B: bool;
     /// The instruction sets that run this shape (`crate::gemm::Gemm` chooses it for them
     /// alone): the driver dispatches its tiles on these only, so that it is not compiled for
     /// lane types that never run it.
@@ -55,7 +62,7 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
 }
 
 macro_rules! micro_kernels {
-    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal, $pairs:literal, $kc:literal) on
+    ($($(#[$doc:meta])* $name:ident = ($mr:literal, $nv:literal, $in_place:literal, $pairs:literal, $kc:literal, $prefetch:literal) on
         [$($isa:ident),*];)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Debug)]
@@ -65,10 +72,11 @@ macro_rules! micro_kernels {
             const NV: usize = $nv;
             const IN_PLACE: bool = $in_place;
             const KC: usize = $kc;
+            const PREFETCH_B: bool = $prefetch;
             type Isas = Self;
             #[inline(always)]
             fn k_blocks<L: Lanes, M: Mode>(l: L, op: TileProduct<'_, '_, Self>) {
-                k_blocks::<L, M, Self, $mr, $nv, $in_place, $pairs>(l, op)
+                k_blocks::<L, M, Self, $mr, $nv, $in_place, $pairs, { Self::PREFETCH_B }>(l, op)
             }
         }
         impl IsaSet for $name {
@@ -101,29 +109,29 @@ micro_kernels! {
     /// the FP pipes, so the 14 x 2 kernel (one broadcast per two products) left exact mode far
     /// behind fast mode's rate, and 4 x 6 closes most of that gap with fast mode no slower on
     /// the block's shapes (BENCHMARKS.md).
-    Mr4Nv6 = (4, 6, true, false, 256) on [Avx512];
+    Mr4Nv6 = (4, 6, true, false, 256, false) on [Avx512];
     /// 14 x 2 registers: 28 accumulators of the 32 AVX-512 registers, for products whose
     /// width would leave much of a 96-column panel empty (attention's 64-wide head, a 256-key
     /// tile of scores): 32-column panels waste less there. On cores with two full-width FMA
     /// pipes (Intel's) it takes every product: its B micro-panel stays in L1, where 4 x 6's
     /// streams from L2 at more bytes per cycle than L2 gives.
-    Mr14Nv2 = (14, 2, false, false, 256) on [Avx512];
+    Mr14Nv2 = (14, 2, false, false, 256, true) on [Avx512];
     /// 6 x 2 registers: 12 accumulators, 2 B registers and a broadcast of the 16 AVX2/SSE2
     /// registers. Its loop takes the depth in pairs (see [`microkernel`]).
-    Mr6Nv2 = (6, 2, false, true, 1024) on [Sse2, Avx2];
+    Mr6Nv2 = (6, 2, false, true, 1024, false) on [Sse2, Avx2];
     /// 4 x 4 one-lane accumulators for scalar code.
-    Mr4Nv4 = (4, 4, false, false, 256) on [Scalar];
+    Mr4Nv4 = (4, 4, false, false, 256, false) on [Scalar];
     /// 8 x 3 registers: 24 accumulators, 3 B registers and the values of A (multiplied by
     /// element, `fmla v, v, v.s[i]`) of NEON's 32 registers, for fast mode: each B load feeds
     /// eight fused multiply-adds and each A value three. The 4-lane registers make a 12-column
     /// panel.
-    Mr8Nv3 = (8, 3, false, false, 256) on [Neon];
+    Mr8Nv3 = (8, 3, false, false, 256, false) on [Neon];
     /// 6 x 3 registers for NEON's exact mode: the 12-column panels of [`Mr8Nv3`], but each
     /// step's products need registers of their own beside the accumulators (the multiply and
     /// the add are separate), and with 24 accumulators the compiler spilled them to the stack
     /// inside the loop; 18 leave room.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    Mr6Nv3 = (6, 3, false, false, 256) on [Neon];
+    Mr6Nv3 = (6, 3, false, false, 256, false) on [Neon];
 }
 
 /// The `MR` rows of A one microkernel call reads, `kc` deep: a packed panel, or the rows of A
@@ -384,7 +392,7 @@ impl<K: MicroKernel> LaneOp for TileProduct<'_, '_, K> {
 #[inline(always)]
 ///
 /// `IN_PLACE` is [`MicroKernel::IN_PLACE`]: A read in place and C accumulated in place are
-/// compiled only for a kernel that does so.
+/// compiled only for a kernel that does so. `PREFETCH` is [`MicroKernel::PREFETCH_B`].
 pub(crate) fn k_blocks<
     L: Lanes,
     M: Mode,
@@ -393,6 +401,7 @@ pub(crate) fn k_blocks<
     const NV: usize,
     const IN_PLACE: bool,
     const PAIRS: bool,
+    const PREFETCH: bool,
 >(
     l: L,
     op: TileProduct<'_, '_, K>,
@@ -416,9 +425,20 @@ pub(crate) fn k_blocks<
             }
         };
         let zero = op.zero && p == 0;
-        for jr in 0..op.nt_pad / nr {
+        let (panels, calls) = (op.nt_pad / nr, op.mc_pad / MR);
+        for jr in 0..panels {
             let bpanel = &op.bpack[jr * depth * nr + pc * nr..][..kcur * nr];
-            for ir in 0..op.mc_pad / MR {
+            let next = if PREFETCH {
+                &op.bpack[next_micro_panel(jr, panels, pc, kc, depth, nr)]
+            } else {
+                &[][..]
+            };
+            // A share of whole lines per call, so that the shares cover it.
+            let share = next.len().div_ceil(calls).next_multiple_of(16).max(16);
+            for ir in 0..calls {
+                if let Some(part) = next.chunks(share).nth(ir) {
+                    crate::lanes::prefetch_l2(part);
+                }
                 match op.a_rows {
                     Some(rows) if IN_PLACE => {
                         let mut these = [&op.zeros[..kcur]; MR];
@@ -459,6 +479,28 @@ pub(crate) fn k_blocks<
             }
         }
     }
+}
+
+/// Where in a tile's packed B (`depth` deep, panels of `nr` columns) lies the micro-panel the
+/// tile reads after that of panel `jr` (of `panels`) in the K block at `pc` (`kc` deep): panel
+/// `jr + 1` of the same K block, else the first panel of the next K block, else none (empty).
+pub(crate) fn next_micro_panel(
+    jr: usize,
+    panels: usize,
+    pc: usize,
+    kc: usize,
+    depth: usize,
+    nr: usize,
+) -> core::ops::Range<usize> {
+    let (next_jr, next_pc) = if jr + 1 < panels {
+        (jr + 1, pc)
+    } else if pc + kc < depth {
+        (0, pc + kc)
+    } else {
+        return 0..0;
+    };
+    let start = next_jr * depth * nr + next_pc * nr;
+    start..start + kc.min(depth - next_pc) * nr
 }
 
 /// The microkernel on the first rows of microtile `(ir, jr)` of the tile buffer when the tile's

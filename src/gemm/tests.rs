@@ -248,6 +248,39 @@ pub fn large_k_crosses_super_blocks_with_production_blocking() {
     each_kernel_on_its_isas!(crosses);
 }
 
+/// The micro-panel a 14 x 2 tile prefetches during each panel's calls is the one it reads next
+/// (`k_blocks`' order: panels within a K block, then the next K block), the last one none;
+/// at depths that end in a short K block and in whole ones.
+pub fn the_prefetched_micro_panel_is_the_one_read_next() {
+    const { assert!(Mr14Nv2::PREFETCH_B) };
+    let nr = 32;
+    for (depth, kc, panels) in [
+        (768, 256, 18),
+        (700, 256, 3),
+        (5, 2, 4),
+        (3, 256, 1),
+        (9, 3, 1),
+    ] {
+        // The ranges `k_blocks` reads, in its order.
+        let mut read = Vec::new();
+        for pc in (0..depth).step_by(kc) {
+            let kcur = kc.min(depth - pc);
+            for jr in 0..panels {
+                let start = jr * depth * nr + pc * nr;
+                read.push((jr, pc, start..start + kcur * nr));
+            }
+        }
+        for (i, (jr, pc, _)) in read.iter().enumerate() {
+            let next = super::kernel::next_micro_panel(*jr, panels, *pc, kc, depth, nr);
+            match read.get(i + 1) {
+                Some((_, _, want)) => assert_eq!(&next, want, "{depth} {kc} {panels} {jr} {pc}"),
+                None => assert!(next.is_empty(), "{depth} {kc} {panels}: {next:?}"),
+            }
+            assert!(next.end <= panels * depth * nr);
+        }
+    }
+}
+
 /// Three threads drain every region: the bits must not depend on which one runs a tile.
 struct ThreeThreads;
 

@@ -29,6 +29,7 @@ unit_tests! {
         large_k_crosses_super_blocks_with_production_blocking,
         a_packed_column_window_has_the_bits_of_the_view_of_its_columns,
         a_large_panel_buffer_is_advised_for_huge_pages,
+        the_prefetched_micro_panel_is_the_one_read_next,
     ]
     gemm_gemv: [
         chunks_cover_the_columns_and_balance_the_threads,
