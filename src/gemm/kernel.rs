@@ -50,8 +50,8 @@ pub(crate) trait MicroKernel: Copy + Send + Sync + 'static {
     /// brought into L2 ([`next_micro_panel`]), so that the panel a band of rows reads first
     /// from memory (weights not read since the last call of the model) is in L2 when its
     /// first A panel comes to it. Only 14 x 2, where it was measured (Intel, BENCHMARKS.md,
-    /// "Choices in the code"): its B micro-panel is read by the tile's A panels in 9 us or so,
-    /// and the hardware prefetchers stop at each 4 KiB page of it.
+    /// "Choices in the code"): the hardware prefetchers stop at each 4 KiB page of its
+    /// 32 KB B micro-panel.
     const PREFETCH_B: bool;
     /// The instruction sets that run this shape (`crate::gemm::Gemm` chooses it for them
     /// alone): the driver dispatches its tiles on these only, so that it is not compiled for
@@ -436,7 +436,7 @@ pub(crate) fn k_blocks<
             // A share of whole lines per call, so that the shares cover it.
             let share = next.len().div_ceil(calls).next_multiple_of(16).max(16);
             for ir in 0..calls {
-                if let Some(part) = next.chunks(share).nth(ir) {
+                if PREFETCH && let Some(part) = next.chunks(share).nth(ir) {
                     crate::lanes::prefetch_l2(part);
                 }
                 match op.a_rows {

@@ -48,33 +48,31 @@ pub(crate) fn transpose_strip<const R: usize>(
 /// where a call would spill their registers.
 #[inline(always)]
 pub(crate) fn prefetch(data: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in data.chunks(16) {
-        // SAFETY: SSE is part of the x86-64 baseline; a prefetch reads nothing and never
-        // faults, and the address is inside `data`.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr().cast(),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = data;
+    prefetch_lines::<3>(data);
 }
 
 /// [`prefetch`] into the L2 cache, not L1 (`prefetcht1`): for data wanted a few microseconds
 /// later, which in L1 would push out what is read now.
 #[inline(always)]
 pub(crate) fn prefetch_l2(data: &[f32]) {
+    prefetch_lines::<2>(data);
+}
+
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(
+    core::arch::x86_64::_MM_HINT_T0 == 3 && core::arch::x86_64::_MM_HINT_T1 == 2,
+    "the hints prefetch and prefetch_l2 pass"
+);
+
+/// One prefetch per cache line of `data` with the hint `HINT` (`_MM_HINT_T0` = 3,
+/// `_MM_HINT_T1` = 2).
+#[inline(always)]
+fn prefetch_lines<const HINT: i32>(data: &[f32]) {
     #[cfg(target_arch = "x86_64")]
     for line in data.chunks(16) {
         // SAFETY: SSE is part of the x86-64 baseline; a prefetch reads nothing and never
         // faults, and the address is inside `data`.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(
-                line.as_ptr().cast(),
-            )
-        };
+        unsafe { core::arch::x86_64::_mm_prefetch::<HINT>(line.as_ptr().cast()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = data;
