@@ -51,6 +51,16 @@ pub(crate) fn prefetch(data: &[f32]) {
     prefetch_lines::<3>(data);
 }
 
+/// [`prefetch`] of the part of `data` from `start` on, `len` elements long or to its end
+/// (nothing where `data` ends before `start`): a loop over one slice that prefetches the same
+/// offset of another of any length.
+#[inline(always)]
+pub(crate) fn prefetch_part(data: &[f32], start: usize, len: usize) {
+    if start < data.len() {
+        prefetch(&data[start..(start + len).min(data.len())]);
+    }
+}
+
 /// [`prefetch`] into the L2 cache, not L1 (`prefetcht1`): for data wanted a few microseconds
 /// later, which in L1 would push out what is read now.
 #[inline(always)]

@@ -15,7 +15,7 @@
 
 use super::map::{map_lanes, map_lanes_in_place, map_wide};
 use super::{Kernel, SrcDst};
-use crate::lanes::{Lanes, MAX_WIDTH, prefetch};
+use crate::lanes::{Lanes, MAX_WIDTH, prefetch_part};
 use crate::row_buffer::{give_back, take_buffer};
 
 /// A function computed by one of two formulas per lane, then finished lane by lane. Its
@@ -240,9 +240,7 @@ fn gather_b<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     ahead: &[f32],
 ) -> usize {
     for start in range.clone().step_by(X::WIDTH) {
-        if start < ahead.len() {
-            prefetch(&ahead[start..(start + X::WIDTH).min(ahead.len())]);
-        }
+        prefetch_part(ahead, start, X::WIDTH);
         let v = load_at::<X, WHOLE>(x, src, dst, start, X::WIDTH.min(range.end - start));
         let arg = R::arg(x, v);
         let (_, in_b) = R::regions(x, v, arg);
@@ -265,9 +263,7 @@ fn finish_lanes<X: Lanes, R: TwoRegions, const WHOLE: bool>(
     ahead: &[f32],
 ) -> usize {
     for start in range.clone().step_by(X::WIDTH) {
-        if start < ahead.len() {
-            prefetch(&ahead[start..(start + X::WIDTH).min(ahead.len())]);
-        }
+        prefetch_part(ahead, start, X::WIDTH);
         let len = X::WIDTH.min(range.end - start);
         let v = load_at::<X, WHOLE>(x, src, dst, start, len);
         let arg = R::arg(x, v);

@@ -22,7 +22,7 @@ use super::exp::{
 use super::map::map_registers_in_place_by;
 use super::reduce::{RowExtremes, canonical_sum_grouped, row_extremes, row_extremes_beside};
 use super::{CANONICAL_NAN, SrcDst, log::log};
-use crate::lanes::{Exact, LaneOp, Lanes, Mode, Scalar, compiled_once_per_mode};
+use crate::lanes::{Exact, LaneOp, Lanes, Mode, Scalar, compiled_once_per_mode, prefetch_part};
 
 /// What a softmax row whose entries are all `-inf` (fully masked) gives.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -99,6 +99,7 @@ fn shift_in_range<M: Mode>(lowest: f32, m: f32) -> bool {
 
 /// The canonical sum of `exp(x_i - m)` over a row whose smallest entry is `lowest`: the row is
 /// `src`, or `row` itself when `src` is `None`; with `STORE` the exps are written to `row`.
+/// The pass brings `ahead` (the next row, or empty) into the cache as it goes.
 #[inline(always)]
 fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(
     l: L,
@@ -106,11 +107,12 @@ fn exp_shifted_sum<L: Lanes, M: Mode, const STORE: bool>(
     row: &mut [f32],
     m: f32,
     lowest: f32,
+    ahead: &[f32],
 ) -> f32 {
     if shift_in_range::<M>(lowest, m) {
-        exp_shifted_sum_on::<L, M, STORE, true, false>(l, src, row, 1.0, m)
+        exp_shifted_sum_on::<L, M, STORE, true, false>(l, src, row, 1.0, m, ahead)
     } else {
-        exp_shifted_sum_on::<L, M, STORE, false, false>(l, src, row, 1.0, m)
+        exp_shifted_sum_on::<L, M, STORE, false, false>(l, src, row, 1.0, m, ahead)
     }
 }
 
@@ -126,14 +128,14 @@ fn exp_scaled_shifted_sum<L: Lanes, M: Mode>(
     lowest: f32,
 ) -> f32 {
     if shift_in_range::<M>(lowest, m) {
-        exp_shifted_sum_on::<L, M, true, true, true>(l, None, row, scale, m)
+        exp_shifted_sum_on::<L, M, true, true, true>(l, None, row, scale, m, &[])
     } else {
-        exp_shifted_sum_on::<L, M, true, false, true>(l, None, row, scale, m)
+        exp_shifted_sum_on::<L, M, true, false, true>(l, None, row, scale, m, &[])
     }
 }
 
 /// [`exp_shifted_sum`] with the range known; with `SCALED` each entry is multiplied by
-/// `scale` as it is loaded.
+/// `scale` as it is loaded. In range, each group prefetches the same offset of `ahead`.
 #[inline(always)]
 fn exp_shifted_sum_on<
     L: Lanes,
@@ -147,6 +149,7 @@ fn exp_shifted_sum_on<
     row: &mut [f32],
     scale: f32,
     m: f32,
+    ahead: &[f32],
 ) -> f32 {
     // In range (no select in the exp), the exps of a wide group of registers (four on AVX2)
     // are formed together, one straight block of independent chains side by side, then summed
@@ -166,6 +169,7 @@ fn exp_shifted_sum_on<
             row,
             #[inline(always)]
             |row, start| {
+                prefetch_part(ahead, start, <L::WideGroup as Lanes>::WIDTH);
                 exp_shift_at::<_, M, STORE, true, SCALED>(
                     g,
                     src,
@@ -182,7 +186,9 @@ fn exp_shifted_sum_on<
             },
         )
     } else {
-        // `l` as its own group: no group is formed.
+        // `l` as its own group: no group is formed. A row out of range (masked) is rare: no
+        // prefetch.
+        let _ = ahead;
         canonical_sum_grouped(
             l,
             l,
@@ -254,7 +260,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
     }
     let mv = l.splat(m);
     if log_form {
-        let s = exp_shifted_sum::<L, M, false>(l, None, row, m, min);
+        let s = exp_shifted_sum::<L, M, false>(l, None, row, m, min, &[]);
         let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
         map_registers_in_place_by::<L, 2>(
             l,
@@ -266,7 +272,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
             },
         );
     } else {
-        let s = exp_shifted_sum::<L, M, true>(l, None, row, m, min);
+        let s = exp_shifted_sum::<L, M, true>(l, None, row, m, min, &[]);
         normalise::<L, M>(l, row, s);
     }
 }
@@ -291,6 +297,17 @@ fn normalise<L: Lanes, M: Mode>(l: L, row: &mut [f32], s: f32) {
             |e| l.div(e, sv),
         );
     }
+}
+
+/// The part of the next row exact mode's exp pass prefetches: its first 4 KiB. The hardware
+/// prefetchers follow a stream within a 4 KiB page but start again at each new one, so a row
+/// of a page or less (1,024 entries, the common width) would wait on memory at its start,
+/// every row; a longer row has the rest of its pages streamed, and prefetching all of it
+/// crowded out of L1 the row being worked on (AVX-512, rows of 4,096: slower). Fast mode's
+/// exp pass is shorter than the page takes to arrive: its prefetches waited for the line fill
+/// buffers and held the pass up (AVX-512, rows of 1,024), so fast mode has none.
+fn first_page(next: &[f32]) -> &[f32] {
+    &next[..next.len().min(1024)]
 }
 
 /// Softmax of consecutive rows of `cols` entries, in one dispatch: row `i` of `dst` is the
@@ -334,12 +351,21 @@ pub fn softmax_rows<L: Lanes, M: Mode>(
         let (row, after) = dst[i * cols..].split_at_mut(cols);
         let from = src.map(|s| &s[i * cols..(i + 1) * cols]);
         let RowExtremes { max: m, min, nan } = extremes;
+        let next = src.map_or(&after[..], |s| &s[(i + 1) * cols..]);
+        let next = &next[..cols.min(next.len())];
         let sum = match special_row_fill::<M>(m, nan, cols, policy, false) {
             Some(fill) => {
                 row.fill(fill);
                 None
             }
-            None => Some(exp_shifted_sum::<L, M, true>(l, from, row, m, min)),
+            None => Some(exp_shifted_sum::<L, M, true>(
+                l,
+                from,
+                row,
+                m,
+                min,
+                first_page(next),
+            )),
         };
         if i + 1 == rows {
             if let Some(s) = sum {
@@ -347,7 +373,6 @@ pub fn softmax_rows<L: Lanes, M: Mode>(
             }
             break;
         }
-        let next = src.map_or(&after[..cols], |s| &s[(i + 1) * cols..(i + 2) * cols]);
         extremes = match sum {
             None => row_extremes(l, next),
             Some(s) => {
@@ -387,7 +412,7 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
     if let Some(fill) = special_row_fill::<M>(m, nan, src.len(), policy, false) {
         return dst.fill(fill);
     }
-    let s = exp_shifted_sum::<L, M, true>(l, Some(src), dst, m, min);
+    let s = exp_shifted_sum::<L, M, true>(l, Some(src), dst, m, min, &[]);
     normalise::<L, M>(l, dst, s);
 }
 
@@ -414,7 +439,7 @@ pub(super) fn softmax_row_visible<L: Lanes, M: Mode>(
         head.fill(fill);
         return tail.fill(fill);
     }
-    let s = exp_shifted_sum::<L, M, true>(l, None, head, m, min);
+    let s = exp_shifted_sum::<L, M, true>(l, None, head, m, min, &[]);
     normalise::<L, M>(l, head, s);
     tail.fill(0.0);
 }

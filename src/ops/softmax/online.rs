@@ -90,7 +90,7 @@ fn online_update_row<L: Lanes, M: Mode>(
         return 1.0;
     }
     let rescale = exp_shift::<Scalar, M, false>(Scalar::new(), old, new, new == f32::INFINITY);
-    let s = exp_shifted_sum::<L, M, true>(l, None, head, new, min);
+    let s = exp_shifted_sum::<L, M, true>(l, None, head, new, min, &[]);
     tail.fill(0.0);
     state.sum = state.sum * rescale + s;
     state.max = new;
