@@ -39,7 +39,7 @@ pub use op::LaneOp;
 pub(crate) use op::compiled_once_per_mode;
 pub use pair::Pair;
 pub use scalar::Scalar;
-pub(crate) use transpose::{prefetch, prefetch_l2, prefetch_part, transpose_strip};
+pub(crate) use transpose::{prefetch, prefetch_ahead, prefetch_l2, prefetch_part, transpose_strip};
 
 /// The widest register of any lane type, in `f32` lanes.
 pub const MAX_WIDTH: usize = 16;

@@ -4,7 +4,14 @@
 //! formula.
 
 use super::{Kernel, SrcDst};
-use crate::lanes::Lanes;
+use crate::lanes::{Lanes, prefetch_ahead};
+
+/// How far ahead of the group it works on a map loop prefetches its input, in elements (a
+/// multiple of every group's width). The hardware prefetchers follow the stream only within
+/// each 4 KiB page; a page ahead, the next page's lines are asked for before the loop gets
+/// there. Only the groups whose line ahead lies in the input prefetch: a short slice (a GEMM
+/// tile's row) none.
+const AHEAD: usize = 1024;
 
 /// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`: a [`Lanes::Group`] of
 /// registers per loop iteration (four AVX2 registers as one), then single registers, then the
@@ -97,6 +104,11 @@ fn load_from<G: Lanes>(g: G, src: Option<&[f32]>, dst: &[f32], at: usize) -> G::
 fn map_lanes_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, src: &[f32], dst: &mut [f32]) {
     let mut s = src.chunks_exact(G::WIDTH);
     let mut d = dst.chunks_exact_mut(G::WIDTH);
+    let prefetching = (src.len() / G::WIDTH).saturating_sub(AHEAD.div_ceil(G::WIDTH));
+    for (i, (s, d)) in (&mut s).zip(&mut d).take(prefetching).enumerate() {
+        prefetch_ahead(src, i * G::WIDTH + AHEAD, G::WIDTH);
+        g.store(K::apply(g, g.load(s)), d);
+    }
     for (s, d) in (&mut s).zip(&mut d) {
         g.store(K::apply(g, g.load(s)), d);
     }
@@ -115,11 +127,18 @@ fn map_lanes_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, src: &[f32], dst: &mu
 /// [`map_lanes_in_place`] with the group `g`.
 #[inline(always)]
 fn map_lanes_in_place_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, data: &mut [f32]) {
-    let mut d = data.chunks_exact_mut(G::WIDTH);
+    let whole = data.len() - data.len() % G::WIDTH;
+    let prefetching = whole.saturating_sub(AHEAD);
+    for at in (0..prefetching).step_by(G::WIDTH) {
+        prefetch_ahead(data, at + AHEAD, G::WIDTH);
+        let d = &mut data[at..at + G::WIDTH];
+        g.store(K::apply(g, g.load(d)), d);
+    }
+    let mut d = data[prefetching..whole].chunks_exact_mut(G::WIDTH);
     for d in &mut d {
         g.store(K::apply(g, g.load(d)), d);
     }
-    let mut d = d.into_remainder().chunks_exact_mut(L::WIDTH);
+    let mut d = data[whole..].chunks_exact_mut(L::WIDTH);
     for d in &mut d {
         l.store(K::apply(l, l.load(d)), d);
     }
