@@ -188,7 +188,6 @@ fn exp_shifted_sum_on<
     } else {
         // `l` as its own group: no group is formed. A row out of range (masked) is rare: no
         // prefetch.
-        let _ = ahead;
         canonical_sum_grouped(
             l,
             l,
