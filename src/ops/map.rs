@@ -6,11 +6,13 @@
 use super::{Kernel, SrcDst};
 use crate::lanes::{Lanes, prefetch_ahead};
 
-/// How far ahead of the group it works on a map loop prefetches its input, in elements (a
-/// multiple of every group's width). The hardware prefetchers follow the stream only within
-/// each 4 KiB page; a page ahead, the next page's lines are asked for before the loop gets
-/// there. Only the groups whose line ahead lies in the input prefetch: a short slice (a GEMM
-/// tile's row) none.
+/// How far ahead of the group it works on a map loop from `src` to `dst` prefetches its input,
+/// in elements (a multiple of every group's width). The hardware prefetchers follow the stream
+/// only within each 4 KiB page; a page ahead, the next page's lines are asked for before the
+/// loop gets there. Only the groups whose line ahead lies in the input prefetch: a short slice
+/// (a GEMM tile's row) none. Not in place: there the data is most often just written by the
+/// caller and still in cache, and the prefetch (with the indexed loop it needs beside the
+/// mutable borrow) made the loop slower.
 const AHEAD: usize = 1024;
 
 /// Runs `K` over `src` into `dst` (equal lengths) on the lanes `l`: a [`Lanes::Group`] of
@@ -127,18 +129,11 @@ fn map_lanes_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, src: &[f32], dst: &mu
 /// [`map_lanes_in_place`] with the group `g`.
 #[inline(always)]
 fn map_lanes_in_place_by<L: Lanes, G: Lanes, K: Kernel>(l: L, g: G, data: &mut [f32]) {
-    let whole = data.len() - data.len() % G::WIDTH;
-    let prefetching = whole.saturating_sub(AHEAD);
-    for at in (0..prefetching).step_by(G::WIDTH) {
-        prefetch_ahead(data, at + AHEAD, G::WIDTH);
-        let d = &mut data[at..at + G::WIDTH];
-        g.store(K::apply(g, g.load(d)), d);
-    }
-    let mut d = data[prefetching..whole].chunks_exact_mut(G::WIDTH);
+    let mut d = data.chunks_exact_mut(G::WIDTH);
     for d in &mut d {
         g.store(K::apply(g, g.load(d)), d);
     }
-    let mut d = data[whole..].chunks_exact_mut(L::WIDTH);
+    let mut d = d.into_remainder().chunks_exact_mut(L::WIDTH);
     for d in &mut d {
         l.store(K::apply(l, l.load(d)), d);
     }
