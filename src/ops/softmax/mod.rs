@@ -253,27 +253,43 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
     if row.is_empty() {
         return;
     }
+    if !log_form {
+        return softmax_row_ahead::<L, M>(l, None, row, policy, &[]);
+    }
     let RowExtremes { max: m, min, nan } = row_extremes(l, row);
     if let Some(fill) = special_row_fill::<M>(m, nan, row.len(), policy, log_form) {
         return row.fill(fill);
     }
     let mv = l.splat(m);
-    if log_form {
-        let s = exp_shifted_sum::<L, M, false>(l, None, row, m, min, &[]);
-        let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
-        map_registers_in_place_by::<L, 2>(
-            l,
-            row,
-            #[inline(always)]
-            |x| {
-                let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
-                l.sub(d, log_s)
-            },
-        );
-    } else {
-        let s = exp_shifted_sum::<L, M, true>(l, None, row, m, min, &[]);
-        normalise::<L, M>(l, row, s);
+    let s = exp_shifted_sum::<L, M, false>(l, None, row, m, min, &[]);
+    let log_s = l.splat(log::<Scalar, M>(Scalar::new(), s));
+    map_registers_in_place_by::<L, 2>(
+        l,
+        row,
+        #[inline(always)]
+        |x| {
+            let d = l.select(l.eq(x, mv), l.splat(0.0), l.sub(x, mv));
+            l.sub(d, log_s)
+        },
+    );
+}
+
+/// Softmax of `src` (of `row` itself when `src` is `None`) written to `row`, its exp pass
+/// prefetching `ahead`: [`softmax_row`] or [`softmax_row_into`], the same bits.
+#[inline(always)]
+fn softmax_row_ahead<L: Lanes, M: Mode>(
+    l: L,
+    src: Option<&[f32]>,
+    row: &mut [f32],
+    policy: MaskedRow,
+    ahead: &[f32],
+) {
+    let RowExtremes { max: m, min, nan } = row_extremes(l, src.unwrap_or(row));
+    if let Some(fill) = special_row_fill::<M>(m, nan, row.len(), policy, false) {
+        return row.fill(fill);
     }
+    let s = exp_shifted_sum::<L, M, true>(l, src, row, m, min, ahead);
+    normalise::<L, M>(l, row, s);
 }
 
 /// `e_i / s` (exact) or `e_i * (1/s)` (fast), in place.
@@ -298,15 +314,31 @@ fn normalise<L: Lanes, M: Mode>(l: L, row: &mut [f32], s: f32) {
     }
 }
 
+/// Entries in a 4 KiB page.
+const PAGE: usize = 1024;
+
 /// The part of the next row exact mode's exp pass prefetches: its first 4 KiB. The hardware
 /// prefetchers follow a stream within a 4 KiB page but start again at each new one, so a row
 /// of a page or less (1,024 entries, the common width) would wait on memory at its start,
 /// every row; a longer row has the rest of its pages streamed, and prefetching all of it
-/// crowded out of L1 the row being worked on (AVX-512, rows of 4,096: slower). Fast mode's
-/// exp pass is shorter than the page takes to arrive: its prefetches waited for the line fill
-/// buffers and held the pass up (AVX-512, rows of 1,024), so fast mode has none.
+/// crowded out of L1 the row being worked on (AVX-512, rows of 4,096: slower).
 fn first_page(next: &[f32]) -> &[f32] {
-    &next[..next.len().min(1024)]
+    &next[..next.len().min(PAGE)]
+}
+
+/// The part of the next row fast mode's exp pass prefetches: all of it where rows are a page
+/// or less and registers at most 256 bits, nothing otherwise. Fast mode's exp pass is short:
+/// on AVX-512 it ends before the page arrives, and its prefetches waited for the line fill
+/// buffers and held the pass up (rows of 1,024: slower, whatever part of the row was asked
+/// for); on AVX2 the pass is twice as long and the next row arrives in time. On rows of
+/// several pages the hardware streams all but the first page, and asking for that one lost
+/// (AVX2, rows of 4,096).
+fn fast_ahead<L: Lanes>(next: &[f32], cols: usize) -> &[f32] {
+    if cols <= PAGE && L::WIDTH <= 8 {
+        &next[..next.len().min(cols)]
+    } else {
+        &[]
+    }
 }
 
 /// Softmax of consecutive rows of `cols` entries, in one dispatch: row `i` of `dst` is the
@@ -319,7 +351,7 @@ fn first_page(next: &[f32]) -> &[f32] {
 /// extremes pass is a few cheap operations per register on the other units, so the two
 /// overlap; and the row is still in cache, just written by its exp pass. Fast mode's
 /// normalisation is a multiply, no bottleneck: fused, it measured slower, so fast mode goes
-/// row by row.
+/// row by row, its exp pass prefetching [`fast_ahead`] of the next row.
 #[inline(always)]
 pub fn softmax_rows<L: Lanes, M: Mode>(
     l: L,
@@ -333,18 +365,23 @@ pub fn softmax_rows<L: Lanes, M: Mode>(
     }
     debug_assert_eq!(dst.len() % cols, 0);
     debug_assert!(src.is_none_or(|s| s.len() == dst.len()));
+    let rows = dst.len() / cols;
     if M::FAST {
-        for (i, row) in dst.chunks_exact_mut(cols).enumerate() {
+        for i in 0..rows {
+            let (row, after) = dst[i * cols..].split_at_mut(cols);
             match src {
                 Some(s) => {
-                    softmax_row_into::<L, M>(l, &s[i * cols..(i + 1) * cols], row, policy, false)
+                    let ahead = fast_ahead::<L>(&s[(i + 1) * cols..], cols);
+                    let from = &s[i * cols..(i + 1) * cols];
+                    softmax_row_ahead::<L, M>(l, Some(from), row, policy, ahead)
                 }
-                None => softmax_row::<L, M>(l, row, policy, false),
+                None => {
+                    softmax_row_ahead::<L, M>(l, None, row, policy, fast_ahead::<L>(after, cols))
+                }
             }
         }
         return;
     }
-    let rows = dst.len() / cols;
     let mut extremes = row_extremes(l, src.map_or(&dst[..cols], |s| &s[..cols]));
     for i in 0..rows {
         let (row, after) = dst[i * cols..].split_at_mut(cols);
@@ -407,12 +444,7 @@ pub fn softmax_row_into<L: Lanes, M: Mode>(
         dst.copy_from_slice(src);
         return softmax_row::<L, M>(l, dst, policy, log_form);
     }
-    let RowExtremes { max: m, min, nan } = row_extremes(l, src);
-    if let Some(fill) = special_row_fill::<M>(m, nan, src.len(), policy, false) {
-        return dst.fill(fill);
-    }
-    let s = exp_shifted_sum::<L, M, true>(l, Some(src), dst, m, min, &[]);
-    normalise::<L, M>(l, dst, s);
+    softmax_row_ahead::<L, M>(l, Some(src), dst, policy, &[]);
 }
 
 /// The softmax of a row whose entries from `visible` on are masked, without reading them: the
