@@ -20,6 +20,7 @@ mod neon;
 mod op;
 pub(crate) mod pages;
 pub(crate) mod pair;
+mod prefetch;
 mod scalar;
 pub(crate) mod transpose;
 #[cfg(target_arch = "x86_64")]
@@ -38,8 +39,9 @@ pub use mode::{Exact, Fast, Mode};
 pub use op::LaneOp;
 pub(crate) use op::compiled_once_per_mode;
 pub use pair::Pair;
+pub(crate) use prefetch::{prefetch, prefetch_ahead, prefetch_l2, prefetch_part};
 pub use scalar::Scalar;
-pub(crate) use transpose::{prefetch, prefetch_ahead, prefetch_l2, prefetch_part, transpose_strip};
+pub(crate) use transpose::transpose_strip;
 
 /// The widest register of any lane type, in `f32` lanes.
 pub const MAX_WIDTH: usize = 16;
