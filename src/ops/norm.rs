@@ -18,8 +18,8 @@
 //! choice depends only on the row's values, so the bits still depend on no instruction set or
 //! thread count. In exact mode every NaN stored is the canonical NaN.
 
-use super::reduce::canonical_sum_of;
-use super::{abs, nan_where_nan};
+use super::nan_where_nan;
+use super::reduce::{canonical_sum_of, max_abs};
 use crate::lanes::{LaneOp, Lanes, Mode, compiled_once_per_mode};
 
 /// Below this variance, squares of differences may have been rounded as subnormals.
@@ -79,22 +79,6 @@ fn scaled<L: Lanes>(l: L, v: L::F, scale: Option<f32>) -> L::F {
         Some(s) => l.mul(v, l.splat(s)),
         None => v,
     }
-}
-
-/// The largest `|x|` of the row (`NaN` is never the largest; the caller knows the row is
-/// finite).
-#[inline(always)]
-fn max_abs<L: Lanes>(l: L, row: &[f32]) -> f32 {
-    let mut m = l.splat(0.0);
-    for c in row.chunks(L::WIDTH) {
-        let a = abs(l, l.load_partial(c, 0.0));
-        m = l.select(l.gt(a, m), a, m);
-    }
-    let mut lanes = [0f32; crate::lanes::MAX_WIDTH];
-    l.store(m, &mut lanes);
-    lanes[..L::WIDTH]
-        .iter()
-        .fold(0.0, |b, &v| if v > b { v } else { b })
 }
 
 /// `2^k` for `-126 <= k <= 127`.

@@ -13,9 +13,9 @@
 //! a power-of-two scale (exact, as in `norm.rs`): its norm is then far above the `1e-12` floor,
 //! and the result does not change with the scale.
 
-use super::reduce::{PARTIALS, canonical_sum_of};
-use super::{abs, nan_where_nan};
-use crate::lanes::{Exact, LaneOp, Lanes, MAX_WIDTH, Mode, Supported};
+use super::nan_where_nan;
+use super::reduce::{PARTIALS, canonical_sum_of, max_abs};
+use crate::lanes::{Exact, LaneOp, Lanes, Mode, Supported};
 
 /// The floor of the norm a row is divided by (sentence-transformers' `F.normalize` eps).
 pub const L2_EPS: f32 = 1e-12;
@@ -115,21 +115,6 @@ impl LaneOp for L2NormalizeRow<'_> {
             l.store_partial(nan_where_nan(l, y, y), x);
         }
     }
-}
-
-/// The largest `|x|` of a row (NaN never the largest).
-#[inline(always)]
-fn max_abs<L: Lanes>(l: L, row: &[f32]) -> f32 {
-    let mut m = l.splat(0.0);
-    for c in row.chunks(L::WIDTH) {
-        let a = abs(l, l.load_partial(c, 0.0));
-        m = l.select(l.gt(a, m), a, m);
-    }
-    let mut lanes = [0f32; MAX_WIDTH];
-    l.store(m, &mut lanes);
-    lanes[..L::WIDTH]
-        .iter()
-        .fold(0.0, |b, &v| if v > b { v } else { b })
 }
 
 /// The unbiased exponent of a finite `x > 0` in the normal range.

@@ -195,6 +195,22 @@ pub struct RowExtremes {
     pub nan: bool,
 }
 
+/// The largest `|x|` of a row, exact in any order (NaN is never the largest; the callers, the
+/// overflow-safe norms, know the row is finite).
+#[inline(always)]
+pub(crate) fn max_abs<L: Lanes>(l: L, row: &[f32]) -> f32 {
+    let mut m = l.splat(0.0);
+    for c in row.chunks(L::WIDTH) {
+        let a = super::abs(l, l.load_partial(c, 0.0));
+        m = l.select(l.gt(a, m), a, m);
+    }
+    let mut lanes = [0f32; MAX_WIDTH];
+    l.store(m, &mut lanes);
+    lanes[..L::WIDTH]
+        .iter()
+        .fold(0.0, |b, &v| if v > b { v } else { b })
+}
+
 /// The [`RowExtremes`] of `row`.
 #[inline(always)]
 pub fn row_extremes<L: Lanes>(l: L, row: &[f32]) -> RowExtremes {
