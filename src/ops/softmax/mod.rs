@@ -257,7 +257,7 @@ pub fn softmax_row<L: Lanes, M: Mode>(l: L, row: &mut [f32], policy: MaskedRow, 
         return softmax_row_ahead::<L, M>(l, None, row, policy, &[]);
     }
     let RowExtremes { max: m, min, nan } = row_extremes(l, row);
-    if let Some(fill) = special_row_fill::<M>(m, nan, row.len(), policy, log_form) {
+    if let Some(fill) = special_row_fill::<M>(m, nan, row.len(), policy, true) {
         return row.fill(fill);
     }
     let mv = l.splat(m);
