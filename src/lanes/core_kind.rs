@@ -11,18 +11,38 @@ pub(crate) fn halves_512_bit_operations() -> bool {
     {
         use std::sync::OnceLock;
         static HALVES: OnceLock<bool> = OnceLock::new();
-        *HALVES.get_or_init(|| {
-            use std::arch::x86_64::__cpuid;
-            let vendor = __cpuid(0);
-            let amd =
-                (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163);
-            amd && family(__cpuid(1).eax) == 25
-        })
+        *HALVES.get_or_init(|| is_amd() && family(std::arch::x86_64::__cpuid(1).eax) == 25)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
     }
+}
+
+/// Whether AVX2's `vroundps` is one operation on this core, as on AMD's (Zen 1 to 5: one
+/// operation per 128 or 256 bits, three or four cycles). Intel's cores since Skylake split it
+/// into two operations on the two pipes that also run the multiplies and FMAs, eight cycles
+/// long, so there the exact exp's reduction rounds by the spec's magic-number adds instead,
+/// which run on the add pipes (see `Avx2` in `x86.rs`). Other vendors take the spec's adds.
+/// Read once per process.
+pub(crate) fn rounds_in_one_operation() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static ONE: OnceLock<bool> = OnceLock::new();
+        *ONE.get_or_init(is_amd)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether CPUID's vendor string is "AuthenticAMD".
+#[cfg(target_arch = "x86_64")]
+fn is_amd() -> bool {
+    let vendor = std::arch::x86_64::__cpuid(0);
+    (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163)
 }
 
 /// The display family of CPUID leaf 1's `eax`: the base family, plus the extended family when

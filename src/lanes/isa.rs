@@ -213,6 +213,20 @@ impl Supported {
         self.dispatch_within::<M, O, AnyIsa>(op)
     }
 
+    /// [`Supported::dispatch`] on AVX2 with the exact exp's rounding chosen by the caller
+    /// (`vroundps`, or the spec's magic-number adds) rather than by the core: the test that
+    /// both variants give the same bits runs on any CPU with AVX2. `None` without AVX2.
+    #[cfg(all(feature = "unit-tests", target_arch = "x86_64"))]
+    pub(crate) fn dispatch_avx2_rounding<M: Mode, O: LaneOp>(
+        op: O,
+        vroundps: bool,
+    ) -> Option<O::Output> {
+        Isa::Avx2.supported().ok()?;
+        let _env = ExactFpEnv::enter_if(!M::FAST);
+        // SAFETY: `Isa::supported` confirmed AVX2, FMA and POPCNT.
+        Some(unsafe { super::x86::run_avx2_rounding::<M, O>(op, vroundps) })
+    }
+
     /// [`Supported::dispatch`] for an op that runs only on the instruction sets of `S`: it is
     /// compiled for those alone (the arms of the others are not instantiated). The caller must
     /// not pass another one: that panics.

@@ -282,10 +282,12 @@ pub trait Lanes: Copy + Send + Sync + 'static {
     /// does not move.
     const SCALES: bool = false;
 
-    /// Whether [`Lanes::round_even`] is one instruction (AVX2's `vroundps`, AVX-512's
-    /// `vrndscaleps`). Where it is, the exact exp's reduction rounds `x * log2 e` with it: one
-    /// rounding step on the dependent chain where the spec's `(v + M) - M` has two, the same
-    /// integer (see `reduce_arg` in `ops/exp.rs`).
+    /// Whether the exact exp's reduction rounds `x * log2 e` with [`Lanes::round_even`] as one
+    /// instruction (AVX-512's `vrndscaleps`; AVX2's `vroundps` on the cores where it is one
+    /// operation, see `Avx2`): one rounding step on the dependent chain where the spec's
+    /// `(v + M) - M` has two, the same integer (see `reduce_arg` in `ops/exp.rs`). Where the
+    /// instruction splits into operations on the multiply pipes (AVX2 on Intel's cores), the
+    /// adds cost less.
     const ROUNDS: bool = false;
 
     /// Whether [`Lanes::select`] is one instruction that takes no slot of the multiply or add

@@ -9,7 +9,7 @@ use core::arch::x86_64::*;
 use super::x86_asm::{exact_pairs_6x2_avx2, mul_broadcast_avx512};
 use super::x86_horner_asm::{HORNER_BLOCK, exact_horner_in_place_avx2};
 use super::x86_tanh_asm::exact_tanh_in_range_avx2;
-use super::{LaneOp, Lanes, Mode, Pair};
+use super::{LaneOp, Lanes, Mode, Pair, core_kind};
 
 /// 128-bit registers (four `f32` lanes), SSE2. `FMA` says whether [`Lanes::fma`] may use the
 /// FMA3 instruction (`true`, only built on CPUs that have it) or must use a correctly rounded
@@ -17,9 +17,12 @@ use super::{LaneOp, Lanes, Mode, Pair};
 #[derive(Clone, Copy, Debug)]
 pub struct Sse2<const FMA: bool>(());
 
-/// 256-bit registers (eight `f32` lanes), AVX2 + FMA.
+/// 256-bit registers (eight `f32` lanes), AVX2 + FMA. `VROUNDPS`: whether the exact exp's
+/// reduction rounds by `vroundps` (chosen where it is one operation, see
+/// [`core_kind::rounds_in_one_operation`]) or by the spec's magic-number adds. Both give the
+/// same bits; which is faster depends on the core.
 #[derive(Clone, Copy, Debug)]
-pub struct Avx2(());
+pub struct Avx2<const VROUNDPS: bool>(());
 
 /// 512-bit registers (sixteen `f32` lanes), AVX-512F.
 #[derive(Clone, Copy, Debug)]
@@ -190,7 +193,7 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
     }
 }
 
-impl Lanes for Avx2 {
+impl<const VROUNDPS: bool> Lanes for Avx2<VROUNDPS> {
     const WIDTH: usize = 8;
     type F = __m256;
     type I = __m256i;
@@ -395,7 +398,7 @@ impl Lanes for Avx2 {
         proven!(_mm256_srai_epi32::<N>(a))
     }
 
-    const ROUNDS: bool = true;
+    const ROUNDS: bool = VROUNDPS;
 
     #[inline(always)]
     fn round_even(self, x: __m256) -> __m256 {
@@ -429,7 +432,7 @@ impl Lanes for Avx2 {
     }
 }
 
-impl Avx2 {
+impl<const VROUNDPS: bool> Avx2<VROUNDPS> {
     /// One row of a permutation table as a register.
     #[inline(always)]
     fn table_row(self, row: &[i32; 8]) -> __m256i {
@@ -727,7 +730,31 @@ pub(super) unsafe fn run_sse2_fma<M: Mode, O: LaneOp>(op: O) -> O::Output {
 /// The CPU must have AVX2, FMA and POPCNT.
 #[target_feature(enable = "avx2,fma,popcnt")]
 pub(super) unsafe fn run_avx2<M: Mode, O: LaneOp>(op: O) -> O::Output {
-    op.run::<_, M>(Avx2(()))
+    // Only the exact exp rounds by `round_even`, so fast mode compiles one variant: the test
+    // on the constant comes first and alone, and rustc does not instantiate what sits under a
+    // constant false test.
+    #[allow(clippy::collapsible_if)]
+    if !M::FAST {
+        if core_kind::rounds_in_one_operation() {
+            return op.run::<_, M>(Avx2::<true>(()));
+        }
+    }
+    op.run::<_, M>(Avx2::<false>(()))
+}
+
+/// [`run_avx2`] with the exact exp's rounding chosen by the caller rather than by the core, so
+/// that a test on any x86-64 CPU with AVX2 checks both variants' bits.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and POPCNT.
+#[cfg(feature = "unit-tests")]
+#[target_feature(enable = "avx2,fma,popcnt")]
+pub(super) unsafe fn run_avx2_rounding<M: Mode, O: LaneOp>(op: O, vroundps: bool) -> O::Output {
+    if vroundps {
+        op.run::<_, M>(Avx2::<true>(()))
+    } else {
+        op.run::<_, M>(Avx2::<false>(()))
+    }
 }
 
 /// Runs `op` on 512-bit lanes.

@@ -267,6 +267,103 @@ pub mod tests {
         }
     }
 
+    /// The exact kernels on AVX2 give the scalar bits with either rounding of the exp's
+    /// reduction: `vroundps`, which the dispatch takes on AMD's cores, and the spec's
+    /// magic-number adds, which it takes on the others (`core_kind::rounds_in_one_operation`).
+    /// The dispatch picks one by the core, so without this test a machine of one vendor would
+    /// never run the other. Every function on every 4,099th bit pattern (every one with
+    /// `AK_AVX2_ROUNDING_STRIDE=1`, a long run by hand), the special values, and the inputs
+    /// within 64 ulps of each tie of `x * log2 e`, where two roundings could part.
+    pub fn both_avx2_exp_roundings_give_the_scalar_bits() {
+        #[cfg(not(target_arch = "x86_64"))]
+        eprintln!("skipped: AVX2 is x86-64's");
+        #[cfg(target_arch = "x86_64")]
+        both_avx2_exp_roundings_on_x86();
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn both_avx2_exp_roundings_on_x86() {
+        if Isa::Avx2.supported().is_err() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let stride: u64 = std::env::var("AK_AVX2_ROUNDING_STRIDE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&s| s >= 1)
+            .unwrap_or(4_099);
+        let mut near_ties = Vec::new();
+        for k in -152..=130 {
+            let tie = ((k as f64 + 0.5) * std::f64::consts::LN_2) as f32;
+            near_ties
+                .extend((-64..=64).map(|d| f32::from_bits(tie.to_bits().wrapping_add_signed(d))));
+        }
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            f32::MIN_POSITIVE,
+        ];
+        check_avx2_roundings(&near_ties);
+        check_avx2_roundings(&specials);
+        let mut block = Vec::with_capacity(1 << 20);
+        let mut bits = 0u64;
+        while bits < 1 << 32 {
+            block.clear();
+            while bits < 1 << 32 && block.len() < 1 << 20 {
+                block.push(f32::from_bits(bits as u32));
+                bits += stride;
+            }
+            check_avx2_roundings(&block);
+        }
+    }
+
+    /// Every function in exact mode on `src`, on AVX2 with each rounding, against scalar.
+    #[cfg(target_arch = "x86_64")]
+    fn check_avx2_roundings(src: &[f32]) {
+        let scalar = Isa::Scalar.supported().unwrap();
+        for func in Func::ALL {
+            let mut want = vec![0f32; src.len()];
+            map_slice::<Exact>(func, scalar, src, &mut want);
+            for vroundps in [true, false] {
+                let mut got = vec![0f32; src.len()];
+                let io = SrcDst::new(src, &mut got);
+                func.visit::<Exact, _>(MapOnAvx2 { io, vroundps });
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        w.to_bits(),
+                        "{func} on AVX2 (vroundps {vroundps}) at x = {:e} ({:#010x})",
+                        src[i],
+                        src[i].to_bits()
+                    );
+                }
+            }
+        }
+    }
+
+    /// [`MapKernel`] on AVX2 with the exp's rounding chosen by the test.
+    #[cfg(target_arch = "x86_64")]
+    struct MapOnAvx2<'a> {
+        io: SrcDst<'a>,
+        vroundps: bool,
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    impl KernelVisitor for MapOnAvx2<'_> {
+        type Output = ();
+        fn visit<K: Kernel>(self) {
+            let op = MapKernel {
+                io: self.io,
+                kernel: PhantomData::<K>,
+            };
+            Supported::dispatch_avx2_rounding::<K::Mode, _>(op, self.vroundps)
+                .expect("the caller checked AVX2");
+        }
+    }
+
     /// The kernel's [`Kernel::apply`] on one scalar lane per element: no slice loop, so it
     /// judges every [`Kernel::map`], the scalar one's included.
     struct ApplyEach<'a> {

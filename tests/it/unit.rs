@@ -86,6 +86,7 @@ unit_tests! {
         the_sigmoid_slice_maps_give_the_scalar_bits,
         the_fast_tanh_slice_map_gives_the_scalar_bits,
         sorted_kernels_give_the_scalar_bits_on_every_isa,
+        both_avx2_exp_roundings_give_the_scalar_bits,
     ]
     ops_gelu: [
         the_exact_tanh_form_in_range_is_the_general_form,
