@@ -14,7 +14,9 @@
 //! weights are: `exact`, `fast`, `exact-2t`, `fast-2t`, beside `matrixmultiply`), and the
 //! one-row products of a decode step (`gemv/1x<k>x<n>`: `exact`, `fast` with packed B,
 //! `fast-rows` with B as a plain C-order array, beside `stream`, a sum of every weight: the time
-//! to read them once).
+//! to read them once), and a decode step's four products in turn (`gemv-step`: `exact`, `fast`,
+//! `exact-2t`, `fast-2t`; 28.3 MB of packed weights, each read once per step, as a model
+//! reads them).
 //!
 //! ```text
 //! cargo bench --bench gemm -- --warm-up-time 1 --measurement-time 5
@@ -188,5 +190,51 @@ fn bench_gemv(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_gemm, bench_block_shapes, bench_gemv);
+/// A decode step's four products in turn (GPT-2 small: qkv, output projection, MLP up and
+/// down), each weight read once per step as a model reads them: 28.3 MB, about an L3.
+fn bench_gemv_step(c: &mut Criterion) {
+    let best = Isa::detect();
+    let shapes = [(768, 2304), (768, 768), (768, 3072), (3072, 768)];
+    let exact = session::<Exact>(best, 1);
+    let fast = session::<Fast>(best, 1);
+    let exact2 = session::<Exact>(best, 2);
+    let fast2 = session::<Fast>(best, 2);
+    let weights: Vec<_> = shapes
+        .iter()
+        .zip(3..)
+        .map(|(&(k, n), seed)| exact.pack(&values(k, n, seed)).unwrap())
+        .collect();
+    let inputs: Vec<_> = shapes.iter().map(|&(k, _)| values(1, k, 1)).collect();
+    let mut outs: Vec<_> = shapes
+        .iter()
+        .map(|&(_, n)| Array2::<f32>::zeros((1, n)))
+        .collect();
+    let bytes: usize = shapes.iter().map(|&(k, n)| 4 * k * n).sum();
+    let mut g = c.benchmark_group("gemv-step");
+    g.throughput(Throughput::Bytes(bytes as u64));
+    macro_rules! step {
+        ($name:literal, $s:expr) => {
+            g.bench_function($name, |bench| {
+                bench.iter(|| {
+                    for ((a, b), out) in inputs.iter().zip(&weights).zip(outs.iter_mut()) {
+                        $s.matmul_into(a, b, black_box(out), &Identity).unwrap();
+                    }
+                })
+            });
+        };
+    }
+    step!("exact", exact);
+    step!("fast", fast);
+    step!("exact-2t", exact2);
+    step!("fast-2t", fast2);
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_gemm,
+    bench_block_shapes,
+    bench_gemv,
+    bench_gemv_step
+);
 criterion_main!(benches);
