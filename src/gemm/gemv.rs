@@ -19,7 +19,7 @@ use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
-use crate::lanes::{LaneOp, Lanes, Mode, Supported};
+use crate::lanes::{LaneOp, Lanes, Mode, Supported, prefetch_ahead};
 use crate::work_queue::{Spread, WorkQueue};
 
 /// Columns of C per work item, about: [`chunk_widths`] cuts whole groups of panels.
@@ -37,6 +37,15 @@ const ROW_REGS: usize = 8;
 
 /// Packed panels per step of the panel kernel.
 const PANELS: usize = 4;
+
+/// How many steps of `k` ahead exact mode's loop over 96-column panels (a `PackedMatrix` on a
+/// core that halves 512-bit operations: Zen 4) prefetches each panel's row. A decode step
+/// reads its weights once, from L3 or memory. Exact mode's separate multiply and add hold
+/// twice fast mode's operations per load in the scheduler while the loads wait, so without
+/// the hint its loads run fewer steps ahead and its GEMV took ~1.2x fast mode's time. Only
+/// there: fast mode gained nothing, AVX2's 16-column panels ran slower with it, and the
+/// 32-column panels of Intel's cores are unmeasured (BENCHMARKS.md, "Choices in the code").
+const EXACT_PREFETCH_STEPS: usize = 8;
 
 /// Values per packing of [`column_gemv`] (`PANELS` panels, as deep as fits): 32 KiB, a
 /// first-level data cache (128 deep for AVX2's 16-column panels).
@@ -300,7 +309,13 @@ fn panel_gemv<L: Lanes, M: Mode, const NV: usize>(
             .chunks_exact(nr)
             .zip(p1.chunks_exact(nr))
             .zip(p2.chunks_exact(nr).zip(p3.chunks_exact(nr)));
-        for (&ak, ((r0, r1), (r2, r3))) in a.iter().zip(rows) {
+        for (k, (&ak, ((r0, r1), (r2, r3)))) in a.iter().zip(rows).enumerate() {
+            if const { !M::FAST && NV == 6 } && k + EXACT_PREFETCH_STEPS < depth {
+                let ahead = (k + EXACT_PREFETCH_STEPS) * nr;
+                for p in [p0, p1, p2, p3] {
+                    prefetch_ahead(p, ahead, nr);
+                }
+            }
             let ak = l.splat(ak);
             for (acc, r) in acc.iter_mut().zip([r0, r1, r2, r3]) {
                 for (v, acc) in acc.iter_mut().enumerate() {
