@@ -42,9 +42,10 @@ const PANELS: usize = 4;
 /// core that halves 512-bit operations: Zen 4) prefetches each panel's row. A decode step
 /// reads its weights once, from L3 or memory. Exact mode's separate multiply and add hold
 /// twice fast mode's operations per load in the scheduler while the loads wait, so without
-/// the hint its loads run fewer steps ahead and its GEMV took ~1.2x fast mode's time. Only
-/// there: fast mode gained nothing, AVX2's 16-column panels ran slower with it, and the
-/// 32-column panels of Intel's cores are unmeasured (BENCHMARKS.md, "Choices in the code").
+/// the hint its loads run fewer steps ahead and it falls behind fast mode once the weights
+/// come from beyond L2. Only there: fast mode gained nothing, AVX2's 16-column panels ran
+/// slower with it, and the 32-column panels of Intel's cores are unmeasured (BENCHMARKS.md,
+/// "Choices in the code").
 const EXACT_PREFETCH_STEPS: usize = 8;
 
 /// Values per packing of [`column_gemv`] (`PANELS` panels, as deep as fits): 32 KiB, a
