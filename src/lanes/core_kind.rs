@@ -24,18 +24,12 @@ pub(crate) fn halves_512_bit_operations() -> bool {
 /// into two operations on the two pipes that also run the multiplies and FMAs, eight cycles
 /// long, so there the exact exp's reduction rounds by the spec's magic-number adds instead,
 /// which run on the add pipes (see `Avx2` in `x86.rs`). Other vendors take the spec's adds.
-/// Read once per process.
+/// Read once per process. Only x86-64's AVX2 lanes ask.
+#[cfg(target_arch = "x86_64")]
 pub(crate) fn rounds_in_one_operation() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::OnceLock;
-        static ONE: OnceLock<bool> = OnceLock::new();
-        *ONE.get_or_init(is_amd)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    use std::sync::OnceLock;
+    static ONE: OnceLock<bool> = OnceLock::new();
+    *ONE.get_or_init(is_amd)
 }
 
 /// Whether CPUID's vendor string is "AuthenticAMD".
