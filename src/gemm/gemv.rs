@@ -4,7 +4,8 @@
 //! B is read from its packed panels (a `PackedMatrix`: each panel `k`-major, `nr` columns
 //! wide, four panels at a time), straight from a view whose rows are contiguous (eight
 //! registers of columns at a time, row by row), or from a view whose columns are contiguous
-//! (attention's `K^T` in a decode step), packed four panels at a time into a small buffer.
+//! (attention's `K^T` in a decode step), a square of a register's width at a time transposed
+//! in registers (AVX2, AVX-512) or four panels at a time packed into a small buffer.
 //! Every way, each element of C is one lane from `+0` through one [`Mode::madd`] per `k` in
 //! increasing order: the bits of the GEMM (and of the plain loop), however the columns are cut.
 //! They are cut into chunks of whole panel groups, as many as suit the region's threads
@@ -19,7 +20,7 @@ use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
-use crate::lanes::{LaneOp, Lanes, Mode, Supported, prefetch_ahead};
+use crate::lanes::{LaneOp, Lanes, MAX_WIDTH, Mode, Supported, prefetch_ahead};
 use crate::work_queue::{Spread, WorkQueue};
 
 /// Columns of C per work item, about: [`chunk_widths`] cuts whole groups of panels.
@@ -35,6 +36,16 @@ const VECTOR_NV: usize = 2;
 /// Registers of columns per step of the row-by-row kernel.
 const ROW_REGS: usize = 8;
 
+/// The narrowest lanes [`column_gemv`] transposes in registers ([`ColumnGemv`]): AVX2's and
+/// AVX-512's. On SSE2's four lanes each step of `k` costs a broadcast per register where a
+/// packed panel shares one among eight, and the packing measured faster (BENCHMARKS.md,
+/// "Choices in the code"); NEON and the scalar lanes keep it too.
+const TRANSPOSED_WIDTH: usize = 8;
+
+/// Values per packing of [`packed_column_gemv`] (`PANELS` panels, as deep as fits): 32 KiB, a
+/// first-level data cache (128 deep for AVX2's 16-column panels).
+const COLUMN_VALUES: usize = 8192;
+
 /// Packed panels per step of the panel kernel.
 const PANELS: usize = 4;
 
@@ -47,10 +58,6 @@ const PANELS: usize = 4;
 /// slower with it, and the 32-column panels of Intel's cores are unmeasured (BENCHMARKS.md,
 /// "Choices in the code").
 const EXACT_PREFETCH_STEPS: usize = 8;
-
-/// Values per packing of [`column_gemv`] (`PANELS` panels, as deep as fits): 32 KiB, a
-/// first-level data cache (128 deep for AVX2's 16-column panels).
-const COLUMN_VALUES: usize = 8192;
 
 /// Columns per group of `PANELS` panels on `isa` with the right-hand side `b` (64 for AVX2's
 /// 16-column panels, 384 for a `PackedMatrix` in AVX-512's 96-column panels).
@@ -203,12 +210,43 @@ fn columns_contiguous(b: ArrayView2<'_, f32>) -> bool {
     b.strides()[0] == 1 || b.nrows() <= 1
 }
 
-/// `c = a b` for a `b` whose columns are contiguous: `PANELS` panels of columns at a time are
-/// packed into a buffer that stays in the first-level cache ([`COLUMN_VALUES`] values at
+/// `c = a b` for a `b` whose columns are contiguous (attention's `K^T` in a decode step: each
+/// column one key): [`ColumnGemv`] on lanes of at least [`TRANSPOSED_WIDTH`], else
+/// [`packed_column_gemv`]. The same bits either way.
+fn column_gemv<M: Mode>(
+    isa: Supported,
+    a: &[f32],
+    b: ArrayView2<'_, f32>,
+    c: &mut [f32],
+) -> Result<(), Error> {
+    if isa.isa().width() < TRANSPOSED_WIDTH {
+        return packed_column_gemv::<M>(isa, a, b, c);
+    }
+    let columns = b
+        .columns()
+        .into_iter()
+        .map(|col| {
+            col.to_slice()
+                .ok_or_else(|| Error::InvalidArgument("gemv: B columns not contiguous".into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let c = c
+        .get_mut(..columns.len())
+        .ok_or_else(|| Error::InvalidArgument("gemv: output buffer too short".into()))?;
+    isa.dispatch::<M, _>(ColumnGemv {
+        a,
+        columns: &columns,
+        c,
+    });
+    Ok(())
+}
+
+/// [`column_gemv`] on lanes narrower than [`TRANSPOSED_WIDTH`]: `PANELS` panels of columns at a
+/// time are packed into a buffer that stays in the first-level cache ([`COLUMN_VALUES`] values at
 /// a time), then multiplied as packed panels are. Each element of C is the same sequential
 /// sum from `+0` as with a [`super::PackedMatrix`] (the packing moves values, never rounds
 /// them).
-fn column_gemv<M: Mode>(
+fn packed_column_gemv<M: Mode>(
     isa: Supported,
     a: &[f32],
     b: ArrayView2<'_, f32>,
@@ -350,6 +388,50 @@ fn panel_gemv<L: Lanes, M: Mode, const NV: usize>(
         }
         for (v, acc) in acc.iter().enumerate() {
             l.store(*acc, &mut c[v * w..]);
+        }
+    }
+}
+
+/// `c[j] = +0 (+ ...) a[k] * columns[j][k]`, `WIDTH` columns at a time: `WIDTH` values of
+/// each column loaded as a register and the square transposed in registers
+/// ([`Lanes::transpose_square`]), so that lane `i` of register `t` holds column `i` at
+/// `k0 + t`; then one [`Mode::madd_splat`] per `k`, in increasing order, as a packed panel's
+/// step. A decode step's keys are read once, straight into the registers: packing them through
+/// a buffer first (as the GEMM packs a view) took longer than the product. Columns past the
+/// last, and values past the end of a column, load as `+0` into lanes whose sums are not
+/// stored or into registers never summed.
+struct ColumnGemv<'t> {
+    a: &'t [f32],
+    columns: &'t [&'t [f32]],
+    c: &'t mut [f32],
+}
+
+impl LaneOp for ColumnGemv<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<L: Lanes, M: Mode>(self, l: L) {
+        let w = L::WIDTH;
+        let k = self.a.len();
+        let mut regs = [l.splat(0.0); MAX_WIDTH];
+        let regs = &mut regs[..w];
+        for (columns, c) in self.columns.chunks(w).zip(self.c.chunks_mut(w)) {
+            let mut acc = l.splat(0.0);
+            for k0 in (0..k).step_by(w) {
+                let depth = w.min(k - k0);
+                for (i, r) in regs.iter_mut().enumerate() {
+                    *r = match columns.get(i) {
+                        Some(col) if depth == w => l.load(&col[k0..]),
+                        Some(col) => l.load_partial(&col[k0..k0 + depth], 0.0),
+                        None => l.splat(0.0),
+                    };
+                }
+                l.transpose_square(regs);
+                for (ak, r) in self.a[k0..k0 + depth].iter().zip(regs.iter()) {
+                    acc = M::madd_splat(l, ak, *r, acc);
+                }
+            }
+            l.store_partial(acc, c);
         }
     }
 }

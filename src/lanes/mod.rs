@@ -149,6 +149,28 @@ pub trait Lanes: Copy + Send + Sync + 'static {
         dst.copy_from_slice(&buf[..dst.len()]);
     }
 
+    /// Transposes the `WIDTH x WIDTH` matrix whose row `i` is `regs[i]`: afterwards lane `i`
+    /// of `regs[t]` is what lane `t` of `regs[i]` was. A pure move (no bit changes), for
+    /// kernels that read a matrix along the axis their lanes do not run on (the one-row GEMM
+    /// against attention's keys). The default goes through memory; x86's lane types shuffle
+    /// in registers. Panics if `regs.len() != WIDTH` or `WIDTH > MAX_WIDTH`.
+    #[inline(always)]
+    fn transpose_square(self, regs: &mut [Self::F]) {
+        let w = Self::WIDTH;
+        assert_eq!(regs.len(), w, "transpose_square: {} registers", regs.len());
+        let mut rows = [0f32; MAX_WIDTH * MAX_WIDTH];
+        for (i, r) in regs.iter().enumerate() {
+            self.store(*r, &mut rows[i * w..]);
+        }
+        let mut column = [0f32; MAX_WIDTH];
+        for (t, r) in regs.iter_mut().enumerate() {
+            for (i, v) in column[..w].iter_mut().enumerate() {
+                *v = rows[i * w + t];
+            }
+            *r = self.load(&column);
+        }
+    }
+
     /// `a + b`, rounded once.
     fn add(self, a: Self::F, b: Self::F) -> Self::F;
     /// `a - b`, rounded once.
@@ -1006,6 +1028,57 @@ pub mod tests {
                 check_horner_in_place(&[short[0], short[1]], src);
                 check_horner_in_place(&short, src);
                 check_horner_in_place(&[short[0]], src);
+            }
+        }
+    }
+
+    /// `transpose_square` of registers whose lanes are distinct bit patterns (NaN payloads,
+    /// signed zeros and subnormals among them: a move must keep every bit), against the
+    /// transposition done value by value.
+    struct Transpose;
+
+    impl LaneOp for Transpose {
+        type Output = Vec<(usize, Vec<u32>, Vec<u32>)>;
+        fn run<L: Lanes, M: Mode>(self, l: L) -> Self::Output {
+            fn check<L: Lanes>(l: L) -> (usize, Vec<u32>, Vec<u32>) {
+                let w = L::WIDTH;
+                let value = |i: usize, t: usize| {
+                    f32::from_bits(match (i * w + t) % 5 {
+                        0 => 0x7fc0_0000 | (i * w + t) as u32,
+                        1 => 0x8000_0000 | (i * w + t) as u32,
+                        _ => 0x3f80_0000 + ((i * w + t) as u32) * 0x1_0001,
+                    })
+                };
+                let mut regs = [l.splat(0.0); MAX_WIDTH];
+                for (i, r) in regs[..w].iter_mut().enumerate() {
+                    let row: Vec<f32> = (0..w).map(|t| value(i, t)).collect();
+                    *r = l.load(&row);
+                }
+                l.transpose_square(&mut regs[..w]);
+                let mut got = Vec::new();
+                for r in &regs[..w] {
+                    let mut out = [0f32; MAX_WIDTH];
+                    l.store(*r, &mut out);
+                    got.extend(out[..w].iter().map(|v| v.to_bits()));
+                }
+                let want = (0..w)
+                    .flat_map(|t| (0..w).map(move |i| value(i, t).to_bits()))
+                    .collect();
+                (w, got, want)
+            }
+            let mut out = vec![check(l)];
+            // The default (through memory), on the two-register pair where it fits.
+            if L::WIDTH <= MAX_WIDTH / 2 {
+                out.push(check(super::Pair::of(l)));
+            }
+            out
+        }
+    }
+
+    pub fn transpose_square_moves_every_bit_on_every_lane_type() {
+        for isa in Isa::available() {
+            for (w, got, want) in isa.supported().unwrap().dispatch::<Exact, _>(Transpose) {
+                assert_eq!(got, want, "{isa} ({w} lanes)");
             }
         }
     }

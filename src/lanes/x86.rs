@@ -77,6 +77,20 @@ impl<const FMA: bool> Lanes for Sse2<FMA> {
         unsafe { _mm_storeu_ps(dst.as_mut_ptr(), v) }
     }
     #[inline(always)]
+    fn transpose_square(self, regs: &mut [__m128]) {
+        let [r0, r1, r2, r3] = *regs else {
+            panic!("transpose_square: {} registers", regs.len())
+        };
+        let (ab_lo, ab_hi) = proven!((_mm_unpacklo_ps(r0, r1), _mm_unpackhi_ps(r0, r1)));
+        let (cd_lo, cd_hi) = proven!((_mm_unpacklo_ps(r2, r3), _mm_unpackhi_ps(r2, r3)));
+        regs.copy_from_slice(&proven!([
+            _mm_movelh_ps(ab_lo, cd_lo),
+            _mm_movehl_ps(cd_lo, ab_lo),
+            _mm_movelh_ps(ab_hi, cd_hi),
+            _mm_movehl_ps(cd_hi, ab_hi),
+        ]));
+    }
+    #[inline(always)]
     fn add(self, a: __m128, b: __m128) -> __m128 {
         proven!(_mm_add_ps(a, b))
     }
@@ -244,6 +258,33 @@ impl<const VROUNDPS: bool> Lanes for Avx2<VROUNDPS> {
         unsafe {
             let x = _mm256_maskload_ps(src.as_ptr(), _mm256_castps_si256(lanes));
             _mm256_blendv_ps(_mm256_set1_ps(pad), x, lanes)
+        }
+    }
+    #[inline(always)]
+    fn transpose_square(self, regs: &mut [__m256]) {
+        let n = regs.len();
+        let r: &mut [__m256; 8] = regs
+            .try_into()
+            .unwrap_or_else(|_| panic!("transpose_square: {n} registers"));
+        // Pairs of rows interleaved, then pairs of pairs (64-bit halves), then the 128-bit
+        // halves of rows 0-3 and 4-7 joined.
+        let mut t = *r;
+        for i in 0..4 {
+            t[2 * i] = proven!(_mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]));
+            t[2 * i + 1] = proven!(_mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]));
+        }
+        let mut u = t;
+        for g in 0..2 {
+            let (lo, hi) = (t[4 * g], t[4 * g + 1]);
+            let (lo2, hi2) = (t[4 * g + 2], t[4 * g + 3]);
+            u[4 * g] = proven!(_mm256_shuffle_ps::<0x44>(lo, lo2));
+            u[4 * g + 1] = proven!(_mm256_shuffle_ps::<0xEE>(lo, lo2));
+            u[4 * g + 2] = proven!(_mm256_shuffle_ps::<0x44>(hi, hi2));
+            u[4 * g + 3] = proven!(_mm256_shuffle_ps::<0xEE>(hi, hi2));
+        }
+        for c in 0..4 {
+            r[c] = proven!(_mm256_permute2f128_ps::<0x20>(u[c], u[4 + c]));
+            r[4 + c] = proven!(_mm256_permute2f128_ps::<0x31>(u[c], u[4 + c]));
         }
     }
     #[inline(always)]
@@ -529,6 +570,45 @@ impl Lanes for Avx512 {
         // lane is not accessed (AVX-512 suppresses its faults) and takes `pad`. The token
         // proves AVX-512F.
         unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(pad), k, src.as_ptr()) }
+    }
+    #[inline(always)]
+    fn transpose_square(self, regs: &mut [__m512]) {
+        let n = regs.len();
+        let r: &mut [__m512; 16] = regs
+            .try_into()
+            .unwrap_or_else(|_| panic!("transpose_square: {n} registers"));
+        // Within each 128-bit lane: pairs of rows interleaved, then pairs of pairs (64-bit
+        // halves), leaving `u[4 g + c]` with column `4 L + c` of rows `4 g..4 g + 4` in lane
+        // `L`. Then the lanes are gathered: lanes 0 and 2 or 1 and 3 of groups 0 and 1 (2
+        // and 3), then of those pairs.
+        let mut t = *r;
+        for i in 0..8 {
+            t[2 * i] = proven!(_mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]));
+            t[2 * i + 1] = proven!(_mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]));
+        }
+        let mut u = t;
+        for g in 0..4 {
+            let pd = |x: __m512| proven!(_mm512_castps_pd(x));
+            let ps = |x: __m512d| proven!(_mm512_castpd_ps(x));
+            let (lo, hi) = (pd(t[4 * g]), pd(t[4 * g + 1]));
+            let (lo2, hi2) = (pd(t[4 * g + 2]), pd(t[4 * g + 3]));
+            u[4 * g] = ps(proven!(_mm512_unpacklo_pd(lo, lo2)));
+            u[4 * g + 1] = ps(proven!(_mm512_unpackhi_pd(lo, lo2)));
+            u[4 * g + 2] = ps(proven!(_mm512_unpacklo_pd(hi, hi2)));
+            u[4 * g + 3] = ps(proven!(_mm512_unpackhi_pd(hi, hi2)));
+        }
+        for c in 0..4 {
+            // Columns c and 8 + c (even lanes), 4 + c and 12 + c (odd lanes), of rows 0-7
+            // and of rows 8-15.
+            let even_a = proven!(_mm512_shuffle_f32x4::<0x88>(u[c], u[4 + c]));
+            let odd_a = proven!(_mm512_shuffle_f32x4::<0xDD>(u[c], u[4 + c]));
+            let even_b = proven!(_mm512_shuffle_f32x4::<0x88>(u[8 + c], u[12 + c]));
+            let odd_b = proven!(_mm512_shuffle_f32x4::<0xDD>(u[8 + c], u[12 + c]));
+            r[c] = proven!(_mm512_shuffle_f32x4::<0x88>(even_a, even_b));
+            r[8 + c] = proven!(_mm512_shuffle_f32x4::<0xDD>(even_a, even_b));
+            r[4 + c] = proven!(_mm512_shuffle_f32x4::<0x88>(odd_a, odd_b));
+            r[12 + c] = proven!(_mm512_shuffle_f32x4::<0xDD>(odd_a, odd_b));
+        }
     }
     #[inline(always)]
     fn store_partial(self, v: __m512, dst: &mut [f32]) {

@@ -47,6 +47,7 @@ unit_tests! {
         partial_loads_and_stores_touch_only_their_lanes_on_every_lane_type,
         select_by_sign_follows_the_sign_bit_on_every_lane_type,
         mul_splat_is_the_product_with_the_splat_on_every_lane_type,
+        transpose_square_moves_every_bit_on_every_lane_type,
         exact_pairs_6x2_are_the_generic_steps_on_every_lane_type,
         exact_tanh_in_range_gives_the_scalar_bits_up_to_a_lane_out_of_range,
         exact_horner_in_place_gives_the_scalar_bits_in_whole_blocks,
