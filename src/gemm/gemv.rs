@@ -20,7 +20,7 @@ use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
-use crate::lanes::{LaneOp, Lanes, MAX_WIDTH, Mode, Supported, prefetch_ahead};
+use crate::lanes::{LaneOp, Lanes, MAX_WIDTH, Mode, Supported, prefetch, prefetch_ahead};
 use crate::work_queue::{Spread, WorkQueue};
 
 /// Columns of C per work item, about: [`chunk_widths`] cuts whole groups of panels.
@@ -406,6 +406,16 @@ struct ColumnGemv<'t> {
     c: &'t mut [f32],
 }
 
+impl ColumnGemv<'_> {
+    /// How many blocks of columns ahead the columns are prefetched: a decode step's keys come
+    /// from L3 or memory (the step's weights streamed through the caches since the last
+    /// step's attention), and the loads of one block alone kept too few lines in flight.
+    const PREFETCH_BLOCKS: usize = 2;
+    /// Values of each column prefetched, at most: all of a short column such as a key (64
+    /// values, four lines); the hardware follows a long one.
+    const PREFETCH_VALUES: usize = 64;
+}
+
 impl LaneOp for ColumnGemv<'_> {
     type Output = ();
 
@@ -415,7 +425,15 @@ impl LaneOp for ColumnGemv<'_> {
         let k = self.a.len();
         let mut regs = [l.splat(0.0); MAX_WIDTH];
         let regs = &mut regs[..w];
-        for (columns, c) in self.columns.chunks(w).zip(self.c.chunks_mut(w)) {
+        for (b, (columns, c)) in self.columns.chunks(w).zip(self.c.chunks_mut(w)).enumerate() {
+            let ahead = self
+                .columns
+                .iter()
+                .skip((b + Self::PREFETCH_BLOCKS) * w)
+                .take(w);
+            for col in ahead {
+                prefetch(&col[..col.len().min(Self::PREFETCH_VALUES)]);
+            }
             let mut acc = l.splat(0.0);
             for k0 in (0..k).step_by(w) {
                 let depth = w.min(k - k0);

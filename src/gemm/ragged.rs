@@ -5,8 +5,11 @@
 //! sequence, so an exact sum here has the bits of the same sequential sum written as one loop
 //! (the GEMM's and the GEMV's bits for rows of full length).
 
-use crate::lanes::{LaneOp, Lanes, Mode, compiled_once_per_mode};
+use crate::lanes::{LaneOp, Lanes, Mode, compiled_once_per_mode, prefetch};
 use crate::ops::nan::canonical_nan_lanes;
+
+/// How many rows ahead a row alone ([`madd_rows`]) prefetches the rows it sums.
+const ALONE_PREFETCH_ROWS: usize = 16;
 
 /// `acc[j] = M::madd(coeffs[k], rows[k][j], acc[j])` for `k = 0, 1, ...` in order (exact: the
 /// product rounded, then the sum; fast: one fused multiply-add), over the keys that have both a
@@ -45,6 +48,13 @@ fn madd_row_group<L: Lanes, M: Mode, const R: usize, const NV: usize>(
             }
         }
         for (k, row) in rows.iter().enumerate() {
+            // A row alone over many keys is a decode step's `P V`: its value rows come from L3
+            // or memory, not from the cache a block of query rows shares them in.
+            if R == 1
+                && let Some(next) = rows.get(k + ALONE_PREFETCH_ROWS)
+            {
+                prefetch(&next[j0..j0 + NV * w]);
+            }
             let row = &row[j0..j0 + NV * w];
             let mut x = [l.splat(0.0); NV];
             for (v, x) in x.iter_mut().enumerate() {
