@@ -2,8 +2,9 @@
 # aarch64 under emulation: cross-builds the crate for aarch64-unknown-linux-gnu and runs under
 # qemu-aarch64 what shows that NEON gives exact mode's bits there:
 #   * the golden vectors, the cross-ISA sweep, the floating-point environment (FPCR) tests,
-#     the GEMM, GEMV and packed-matrix tests and the forced instruction set (`--test it`, whose
-#     `unit::` tests are the library's unit tests: those the filters below name run too);
+#     the GEMM, GEMV and packed-matrix tests, the register transposes and the forced
+#     instruction set (`--test it`, whose `unit::` tests are the library's unit tests: those
+#     the filters below name run too);
 #   * the digest example on scalar code and NEON: every exact and fast line must be x86-64's
 #     (tests/data/digest_x86_64.txt);
 #   * the transformer block's exact digest on NEON at 1 and 2 threads: the README's;
@@ -52,13 +53,13 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT"
 cross=(--release --target "$TARGET" -p activation-kernels)
 
-step "integration tests: golden vectors, cross-ISA sweep, FPCR, GEMM, GEMV, packed, forced ISA, C interface"
+step "integration tests: golden vectors, cross-ISA sweep, FPCR, GEMM, GEMV, packed, transposes, forced ISA, C interface"
 # The C program is built by the cross compiler and run by qemu. LeakSanitizer stops the world
 # the way a debugger does, which qemu-user cannot host: AddressSanitizer runs without it here.
 CC=aarch64-linux-gnu-gcc AK_CAPI_TARGET="$TARGET" \
   AK_CAPI_RUNNER="$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER" ASAN_OPTIONS=detect_leaks=0 \
   cargo test "${cross[@]}" --test it -- \
-  exact_golden cross_isa fp_environment gemm gemv packed capi
+  exact_golden cross_isa fp_environment gemm gemv packed transpose_square capi
 
 step "ACTIVATION_KERNELS_ISA forces the instruction set"
 # The test runs itself as a child per value, which qemu-user cannot start (the kernel does not
