@@ -4,6 +4,8 @@
 //! criterion's elements/s is FLOP/s.
 //!
 //! Then decode: one query per head against a KV cache of 4096 keys (`attention-decode`), and
+//! against 256 keys with the caches flushed by a 32 MB stream before each call, as a decode
+//! step's weights flush them (`attention-decode-after-weights`), and
 //! the transformer block's attention (`attention-block/256`: seq 256, q, k and v strided views
 //! of one `[256, 3 * 768]` qkv matrix, the output heads interleaved as the block has them)
 //! beside the same attention on contiguous `[1, 12, 256, 64]` arrays.
@@ -15,7 +17,7 @@
 use activation_kernels::AttentionOptions;
 use activation_kernels::Session;
 use activation_kernels::epilogue::Identity;
-use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, black_box, criterion_group, criterion_main};
 use ndarray::{Array2, Array4, s};
 
 fn data(n: usize, k: usize) -> Vec<f32> {
@@ -93,7 +95,55 @@ fn attention(c: &mut Criterion) {
         })
     });
     g.finish();
+    decode_after_weights(c, &e, &f, &opts);
     attention_block(c, &e, &f, &opts);
+}
+
+/// A decode step's attention as the step meets it: 12 heads against 256 cached keys, with
+/// 32 MB (a decode step's weights and more) streamed through the caches before each call
+/// (untimed), so that the keys and values come from L3 or memory, not from the last call.
+fn decode_after_weights(
+    c: &mut Criterion,
+    e: &Session<activation_kernels::Exact>,
+    f: &Session<activation_kernels::Fast>,
+    opts: &AttentionOptions<'_>,
+) {
+    let (heads, cache, dim) = (12usize, 256usize, 64usize);
+    let kc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 9)).unwrap();
+    let vc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 10)).unwrap();
+    let q1 = Array4::from_shape_vec((1, heads, 1, dim), data(heads * dim, 11)).unwrap();
+    let mut o1 = Array4::<f32>::zeros((1, heads, 1, dim));
+    let mut weights = vec![1.0f32; 8 << 20];
+    let mut stream = || {
+        // One write per cache line.
+        for x in weights.iter_mut().step_by(16) {
+            *x += 1.0;
+        }
+        black_box(weights[0]);
+    };
+    let mut g = c.benchmark_group(format!("attention-decode-after-weights/12x{cache}x64"));
+    g.throughput(Throughput::Elements((heads * 2 * 2 * cache * dim) as u64));
+    g.bench_function("exact", |b| {
+        b.iter_batched(
+            &mut stream,
+            |()| {
+                e.attention_into(black_box(&q1), &kc, &vc, &mut o1, opts)
+                    .unwrap()
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("fast", |b| {
+        b.iter_batched(
+            &mut stream,
+            |()| {
+                f.attention_into(black_box(&q1), &kc, &vc, &mut o1, opts)
+                    .unwrap()
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
 }
 
 /// The transformer block's attention: GPT-2 small at seq 256, in the block's layout and in
