@@ -75,10 +75,7 @@ fn attention(c: &mut Criterion) {
     g.finish();
     // Decode: one query per head against a KV cache of 4096 keys (12 heads, head_dim 64).
     let cache = 4096;
-    let kc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 6)).unwrap();
-    let vc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 7)).unwrap();
-    let q1 = Array4::from_shape_vec((1, heads, 1, dim), data(heads * dim, 8)).unwrap();
-    let mut o1 = Array4::<f32>::zeros((1, heads, 1, dim));
+    let (q1, kc, vc, mut o1) = decode_inputs(heads, cache, dim, 6);
     let mut g = c.benchmark_group(format!("attention-decode/12x{cache}x64"));
     g.throughput(Throughput::Elements((heads * 2 * 2 * cache * dim) as u64));
     g.sample_size(20);
@@ -99,6 +96,20 @@ fn attention(c: &mut Criterion) {
     attention_block(c, &e, &f, &opts);
 }
 
+/// A decode step's query (one per head), a KV cache of `cache` keys and values, and the
+/// output, `[1, heads, _, dim]` each; the data from `seed` on.
+fn decode_inputs(
+    heads: usize,
+    cache: usize,
+    dim: usize,
+    seed: usize,
+) -> (Array4<f32>, Array4<f32>, Array4<f32>, Array4<f32>) {
+    let kv = |k| Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, k));
+    let q = Array4::from_shape_vec((1, heads, 1, dim), data(heads * dim, seed + 2)).unwrap();
+    let (k, v) = (kv(seed).unwrap(), kv(seed + 1).unwrap());
+    (q, k, v, Array4::zeros((1, heads, 1, dim)))
+}
+
 /// A decode step's attention as the step meets it: 12 heads against 256 cached keys, with
 /// 32 MB (a decode step's weights and more) streamed through the caches before each call
 /// (untimed), so that the keys and values come from L3 or memory, not from the last call.
@@ -109,10 +120,7 @@ fn decode_after_weights(
     opts: &AttentionOptions<'_>,
 ) {
     let (heads, cache, dim) = (12usize, 256usize, 64usize);
-    let kc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 9)).unwrap();
-    let vc = Array4::from_shape_vec((1, heads, cache, dim), data(heads * cache * dim, 10)).unwrap();
-    let q1 = Array4::from_shape_vec((1, heads, 1, dim), data(heads * dim, 11)).unwrap();
-    let mut o1 = Array4::<f32>::zeros((1, heads, 1, dim));
+    let (q1, kc, vc, mut o1) = decode_inputs(heads, cache, dim, 9);
     let mut weights = vec![1.0f32; 8 << 20];
     let mut stream = || {
         // One write per cache line.
