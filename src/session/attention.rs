@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 
 use crate::epilogue::Identity;
 use crate::gemm::{Operand, PackedMatrix, RaggedProduct, view_panel_width};
-use crate::lanes::exact_scalar;
+use crate::lanes::{exact_scalar, prefetch_l2};
 use crate::ops::CANONICAL_NAN;
 use crate::ops::softmax::MaskedRow;
 use crate::ops::softmax::online::{OnlineSoftmax, OnlineUpdateRows};
@@ -528,6 +528,9 @@ impl<M: Mode> Session<M> {
         // The scores and `P V` in buffers of this thread, kept from block to block rather than
         // allocated and zeroed for each: every entry is written before it is used (the scores
         // past a row's limit by the softmax, which masks them).
+        if rows < SHARED_ROWS_GEMM {
+            prefetch_keys_and_values(block.k.slice(s![..end, ..]), v.slice(s![..end, ..]));
+        }
         let mut scores = take_buffer(rows * end);
         let mut p = matrix(&mut scores, rows, end)?;
         self.block_scores(block, &limits, end, &mut p)?;
@@ -880,6 +883,33 @@ const SCORE_BAND_ROWS: usize = 16;
 /// of the shared keys first, a cost the ragged rows do not have, which a decode step's single
 /// query row does not repay (its attention ran slower through the GEMM).
 const SHARED_ROWS_GEMM: usize = 16;
+
+/// The most values of the keys, and of the values, that a block of few rows has brought into
+/// L2 before its scores ([`prefetch_keys_and_values`]): 128 KiB each, a head of 512 keys of 64
+/// values, both together half of the smallest L2 the crate meets (Zen 3's 512 KiB).
+const FEW_ROWS_PREFETCH_VALUES: usize = 1 << 15;
+
+/// Asks for the keys and the values of a block of fewer than [`SHARED_ROWS_GEMM`] rows (a
+/// decode step's query) to be brought into L2, row by row, before its scores start, where each
+/// holds at most [`FEW_ROWS_PREFETCH_VALUES`]: a hint, no value changes. Such a block reads
+/// each key and value once, and in a decode step they come from L3 or memory (the step's
+/// weights streamed through the caches since the last step). The scores' kernel asks for a few
+/// blocks of keys ahead and `P V` for a few value rows ahead, which left the two streams one
+/// after the other and each short; asked for at once, the head's lines are in flight together
+/// (BENCHMARKS.md, "Choices in the code"). A longer cache streams as it did: the values asked
+/// for first would leave L2 while the keys stream through it (a 4,096-key head ran slower with
+/// its first 512 keys and values asked for). Rows that are not contiguous are left alone.
+fn prefetch_keys_and_values(k: ArrayView2<'_, f32>, v: ArrayView2<'_, f32>) {
+    if k.len() > FEW_ROWS_PREFETCH_VALUES || v.len() > FEW_ROWS_PREFETCH_VALUES {
+        return;
+    }
+    for m in [k, v] {
+        for row in m.rows() {
+            let Some(r) = row.to_slice() else { break };
+            prefetch_l2(r);
+        }
+    }
+}
 
 /// The rows of `v` as slices, copied into `copy` first if they are not contiguous.
 fn row_slices<'v>(v: &'v ArrayView2<'_, f32>, copy: &'v mut Vec<f32>) -> Vec<&'v [f32]> {
