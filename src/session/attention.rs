@@ -525,12 +525,12 @@ impl<M: Mode> Session<M> {
             let seen = vec![false; rows];
             return self.write_rows(plan, v, out, &[], &seen);
         }
-        // The scores and `P V` in buffers of this thread, kept from block to block rather than
-        // allocated and zeroed for each: every entry is written before it is used (the scores
-        // past a row's limit by the softmax, which masks them).
         if rows < SHARED_ROWS_GEMM {
             prefetch_keys_and_values(block.k.slice(s![..end, ..]), v.slice(s![..end, ..]));
         }
+        // The scores and `P V` in buffers of this thread, kept from block to block rather than
+        // allocated and zeroed for each: every entry is written before it is used (the scores
+        // past a row's limit by the softmax, which masks them).
         let mut scores = take_buffer(rows * end);
         let mut p = matrix(&mut scores, rows, end)?;
         self.block_scores(block, &limits, end, &mut p)?;
