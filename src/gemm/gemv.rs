@@ -222,14 +222,7 @@ fn column_gemv<M: Mode>(
     if isa.isa().width() < TRANSPOSED_WIDTH {
         return packed_column_gemv::<M>(isa, a, b, c);
     }
-    let columns = b
-        .columns()
-        .into_iter()
-        .map(|col| {
-            col.to_slice()
-                .ok_or_else(|| Error::InvalidArgument("gemv: B columns not contiguous".into()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let columns = contiguous_rows(b.reversed_axes())?;
     let c = c
         .get_mut(..columns.len())
         .ok_or_else(|| Error::InvalidArgument("gemv: output buffer too short".into()))?;
@@ -278,12 +271,14 @@ fn packed_column_gemv<M: Mode>(
     Ok(())
 }
 
-/// The rows of `b` as slices (its rows are contiguous: checked by [`applies`]).
+/// The rows of `b` as slices (its rows are contiguous: checked by [`applies`]); the columns of
+/// a B whose columns are contiguous, given its transpose.
 fn contiguous_rows<'b>(b: ArrayView2<'b, f32>) -> Result<Vec<&'b [f32]>, Error> {
     b.into_outer_iter()
         .map(|r| {
-            r.to_slice()
-                .ok_or_else(|| Error::InvalidArgument("gemv: B rows not contiguous".into()))
+            r.to_slice().ok_or_else(|| {
+                Error::InvalidArgument("gemv: B's rows or columns not contiguous".into())
+            })
         })
         .collect()
 }
