@@ -222,15 +222,16 @@ fn column_gemv<M: Mode>(
     if isa.isa().width() < TRANSPOSED_WIDTH {
         return packed_column_gemv::<M>(isa, a, b, c);
     }
-    let columns = contiguous_rows(b.reversed_axes())?;
+    let columns = b.reversed_axes();
+    if !rows_contiguous(columns) {
+        return Err(Error::InvalidArgument(
+            "gemv: B's rows or columns not contiguous".into(),
+        ));
+    }
     let c = c
-        .get_mut(..columns.len())
+        .get_mut(..columns.nrows())
         .ok_or_else(|| Error::InvalidArgument("gemv: output buffer too short".into()))?;
-    isa.dispatch::<M, _>(ColumnGemv {
-        a,
-        columns: &columns,
-        c,
-    });
+    isa.dispatch::<M, _>(ColumnGemv { a, columns, c });
     Ok(())
 }
 
@@ -395,13 +396,17 @@ fn panel_gemv<L: Lanes, M: Mode, const NV: usize>(
 /// a buffer first (as the GEMM packs a view) took longer than the product. Columns past the
 /// last, and values past the end of a column, load as `+0` into lanes whose sums are not
 /// stored or into registers never summed.
+///
+/// Each column is taken from the view as it is reached: a list of every column's slice made
+/// first cost about as much as the transposes for a 64-value key.
 struct ColumnGemv<'t> {
     a: &'t [f32],
-    columns: &'t [&'t [f32]],
+    /// One column of B per row, each row contiguous (checked by [`column_gemv`]).
+    columns: ArrayView2<'t, f32>,
     c: &'t mut [f32],
 }
 
-impl ColumnGemv<'_> {
+impl<'t> ColumnGemv<'t> {
     /// How many blocks of columns ahead the columns are prefetched: a decode step's keys come
     /// from L3 or memory (the step's weights streamed through the caches since the last
     /// step's attention), and the loads of one block alone kept too few lines in flight.
@@ -409,6 +414,14 @@ impl ColumnGemv<'_> {
     /// Values of each column prefetched, at most: all of a short column such as a key (64
     /// values, four lines); the hardware follows a long one.
     const PREFETCH_VALUES: usize = 64;
+
+    /// Column `j` as a slice: a row of `columns`, contiguous.
+    fn column(columns: ArrayView2<'t, f32>, j: usize) -> &'t [f32] {
+        columns
+            .index_axis_move(Axis(0), j)
+            .to_slice()
+            .expect("column_gemv checked that every column is contiguous")
+    }
 }
 
 impl LaneOp for ColumnGemv<'_> {
@@ -418,25 +431,29 @@ impl LaneOp for ColumnGemv<'_> {
     fn run<L: Lanes, M: Mode>(self, l: L) {
         let w = L::WIDTH;
         let k = self.a.len();
+        let n = self.columns.nrows();
         let mut regs = [l.splat(0.0); MAX_WIDTH];
         let regs = &mut regs[..w];
-        for (b, (columns, c)) in self.columns.chunks(w).zip(self.c.chunks_mut(w)).enumerate() {
-            let ahead = self
-                .columns
-                .iter()
-                .skip((b + Self::PREFETCH_BLOCKS) * w)
-                .take(w);
-            for col in ahead {
+        for (j0, c) in (0..n).step_by(w).zip(self.c.chunks_mut(w)) {
+            let ahead = j0 + Self::PREFETCH_BLOCKS * w;
+            for j in ahead..(ahead + w).min(n) {
+                let col = Self::column(self.columns, j);
                 prefetch(&col[..col.len().min(Self::PREFETCH_VALUES)]);
+            }
+            let mut columns: [&[f32]; MAX_WIDTH] = [&[]; MAX_WIDTH];
+            for (j, col) in (j0..(j0 + w).min(n)).zip(columns.iter_mut()) {
+                *col = Self::column(self.columns, j);
             }
             let mut acc = l.splat(0.0);
             for k0 in (0..k).step_by(w) {
                 let depth = w.min(k - k0);
-                for (i, r) in regs.iter_mut().enumerate() {
-                    *r = match columns.get(i) {
-                        Some(col) if depth == w => l.load(&col[k0..]),
-                        Some(col) => l.load_partial(&col[k0..k0 + depth], 0.0),
-                        None => l.splat(0.0),
+                for (r, col) in regs.iter_mut().zip(&columns) {
+                    *r = if col.is_empty() {
+                        l.splat(0.0)
+                    } else if depth == w {
+                        l.load(&col[k0..])
+                    } else {
+                        l.load_partial(&col[k0..k0 + depth], 0.0)
                     };
                 }
                 l.transpose_square(regs);
