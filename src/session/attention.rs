@@ -911,16 +911,22 @@ fn prefetch_keys_and_values(k: ArrayView2<'_, f32>, v: ArrayView2<'_, f32>) {
     }
 }
 
-/// The rows of `v` as slices, copied into `copy` first if they are not contiguous.
+/// The rows of `v` as slices, copied into `copy` first if they are not contiguous. The list is
+/// made at its full length first: collected through an `Option` it grew by doubling, a cost a
+/// decode step's few hundred value rows noticed.
 fn row_slices<'v>(v: &'v ArrayView2<'_, f32>, copy: &'v mut Vec<f32>) -> Vec<&'v [f32]> {
     if v.ncols() == 0 {
         return vec![&[]; v.nrows()];
     }
-    if let Some(rows) = v.rows().into_iter().map(|r| r.to_slice()).collect() {
-        return rows;
+    let mut rows = Vec::with_capacity(v.nrows());
+    for row in v.rows() {
+        let Some(row) = row.to_slice() else {
+            *copy = v.iter().copied().collect();
+            return copy.chunks_exact(v.ncols()).collect();
+        };
+        rows.push(row);
     }
-    *copy = v.iter().copied().collect();
-    copy.chunks_exact(v.ncols()).collect()
+    rows
 }
 
 /// `buf` as a C-order `rows x cols` matrix.
