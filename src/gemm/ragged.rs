@@ -8,8 +8,11 @@
 use crate::lanes::{LaneOp, Lanes, Mode, compiled_once_per_mode, prefetch};
 use crate::ops::nan::canonical_nan_lanes;
 
-/// How many rows ahead a row alone ([`madd_rows`]) prefetches the rows it sums.
-const ALONE_PREFETCH_ROWS: usize = 16;
+/// How many rows ahead a row alone ([`madd_rows`]) prefetches the rows it sums. A decode
+/// step's value rows come from L3 or memory and each takes a few cycles to sum, so a row must
+/// be asked for a memory access ahead: at 16 rows most of the loop's samples sat on the
+/// prefetch itself, waiting for the miss queue (BENCHMARKS.md, "Choices in the code").
+const ALONE_PREFETCH_ROWS: usize = 32;
 
 /// `acc[j] = M::madd(coeffs[k], rows[k][j], acc[j])` for `k = 0, 1, ...` in order (exact: the
 /// product rounded, then the sum; fast: one fused multiply-add), over the keys that have both a
