@@ -20,7 +20,7 @@ use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
-use crate::lanes::{LaneOp, Lanes, MAX_WIDTH, Mode, Supported, prefetch, prefetch_ahead};
+use crate::lanes::{LaneOp, Lanes, MAX_WIDTH, Mode, Supported, prefetch_ahead, prefetch_l2};
 use crate::work_queue::{Spread, WorkQueue};
 
 /// Columns of C per work item, about: [`chunk_widths`] cuts whole groups of panels.
@@ -409,7 +409,9 @@ struct ColumnGemv<'t> {
 impl<'t> ColumnGemv<'t> {
     /// How many blocks of columns ahead the columns are prefetched: a decode step's keys come
     /// from L3 or memory (the step's weights streamed through the caches since the last
-    /// step's attention), and the loads of one block alone kept too few lines in flight.
+    /// step's attention), and the loads of one block alone kept too few lines in flight. Into
+    /// L2, not L1: a long cache's keys stream from memory, and prefetches into L1 waited on
+    /// its miss queue beside the loads (BENCHMARKS.md, "Choices in the code").
     const PREFETCH_BLOCKS: usize = 2;
     /// Values of each column prefetched, at most: all of a short column such as a key (64
     /// values, four lines); the hardware follows a long one.
@@ -438,7 +440,7 @@ impl LaneOp for ColumnGemv<'_> {
             let ahead = j0 + Self::PREFETCH_BLOCKS * w;
             for j in ahead..(ahead + w).min(n) {
                 let col = Self::column(self.columns, j);
-                prefetch(&col[..col.len().min(Self::PREFETCH_VALUES)]);
+                prefetch_l2(&col[..col.len().min(Self::PREFETCH_VALUES)]);
             }
             let mut columns: [&[f32]; MAX_WIDTH] = [&[]; MAX_WIDTH];
             for (j, col) in (j0..(j0 + w).min(n)).zip(columns.iter_mut()) {
