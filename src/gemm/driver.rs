@@ -425,7 +425,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
     // A read where it lies needs no packing (its rows have unit column stride); C accumulates
     // in place when its rows do too. Either way each element gets the same sequence of steps.
     let a_rows: Option<Vec<&[f32]>> = if K::IN_PLACE && pass.depth > 0 {
-        t.a.rows().into_iter().map(|r| r.to_slice()).collect()
+        super::contiguous_rows(t.a)
     } else {
         None
     };

@@ -15,6 +15,7 @@
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 
 use super::blocking::{KB, narrow_panel_width};
+use super::contiguous_rows;
 use super::driver::{Item, finish_tile, tile_view};
 use super::pack::pack_panels;
 use super::packed::Operand;
@@ -178,7 +179,9 @@ fn run_chunk<M: Mode>(
         }
         Operand::View(b) => {
             let b = b.slice(s![.., t.col0..t.col0 + w]);
-            let rows = contiguous_rows(b)?;
+            // Its rows are contiguous: checked by `applies`.
+            let rows = contiguous_rows(b)
+                .ok_or_else(|| Error::InvalidArgument("gemv: B rows not contiguous".into()))?;
             isa.dispatch::<M, _>(RowGemv {
                 a: t.a,
                 rows: &rows,
@@ -225,7 +228,7 @@ fn column_gemv<M: Mode>(
     let columns = b.reversed_axes();
     if !rows_contiguous(columns) {
         return Err(Error::InvalidArgument(
-            "gemv: B's rows or columns not contiguous".into(),
+            "gemv: B columns not contiguous".into(),
         ));
     }
     let c = c
@@ -270,18 +273,6 @@ fn packed_column_gemv<M: Mode>(
         }
     }
     Ok(())
-}
-
-/// The rows of `b` as slices (its rows are contiguous: checked by [`applies`]); the columns of
-/// a B whose columns are contiguous, given its transpose.
-fn contiguous_rows<'b>(b: ArrayView2<'b, f32>) -> Result<Vec<&'b [f32]>, Error> {
-    b.into_outer_iter()
-        .map(|r| {
-            r.to_slice().ok_or_else(|| {
-                Error::InvalidArgument("gemv: B's rows or columns not contiguous".into())
-            })
-        })
-        .collect()
 }
 
 /// `c = +0 (+ ...) a[k] * panel[k]` over packed panels of `nr` columns, `PANELS` at a time;

@@ -37,7 +37,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use crate::epilogue::Identity;
-use crate::gemm::{Operand, PackedMatrix, RaggedProduct, view_panel_width};
+use crate::gemm::{Operand, PackedMatrix, RaggedProduct, contiguous_rows, view_panel_width};
 use crate::lanes::{exact_scalar, prefetch_l2};
 use crate::ops::CANONICAL_NAN;
 use crate::ops::softmax::MaskedRow;
@@ -911,22 +911,16 @@ fn prefetch_keys_and_values(k: ArrayView2<'_, f32>, v: ArrayView2<'_, f32>) {
     }
 }
 
-/// The rows of `v` as slices, copied into `copy` first if they are not contiguous. The list is
-/// made at its full length first: collected through an `Option` it grew by doubling, a cost a
-/// decode step's few hundred value rows noticed.
+/// The rows of `v` as slices, copied into `copy` first if they are not contiguous.
 fn row_slices<'v>(v: &'v ArrayView2<'_, f32>, copy: &'v mut Vec<f32>) -> Vec<&'v [f32]> {
     if v.ncols() == 0 {
         return vec![&[]; v.nrows()];
     }
-    let mut rows = Vec::with_capacity(v.nrows());
-    for row in v.rows() {
-        let Some(row) = row.to_slice() else {
-            *copy = v.iter().copied().collect();
-            return copy.chunks_exact(v.ncols()).collect();
-        };
-        rows.push(row);
+    if let Some(rows) = contiguous_rows(v.view()) {
+        return rows;
     }
-    rows
+    *copy = v.iter().copied().collect();
+    copy.chunks_exact(v.ncols()).collect()
 }
 
 /// `buf` as a C-order `rows x cols` matrix.
