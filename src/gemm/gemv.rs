@@ -21,7 +21,9 @@ use super::pack::pack_panels;
 use super::packed::Operand;
 use crate::epilogue::TileEpilogue;
 use crate::error::Error;
-use crate::lanes::{LaneOp, Lanes, MAX_WIDTH, Mode, Supported, prefetch_ahead, prefetch_l2};
+use crate::lanes::{
+    LaneOp, Lanes, MAX_WIDTH, Mode, Supported, prefetch_ahead, prefetch_ahead_l2, prefetch_l2,
+};
 use crate::work_queue::{Spread, WorkQueue};
 
 /// Columns of C per work item, about: [`chunk_widths`] cuts whole groups of panels.
@@ -59,6 +61,13 @@ const PANELS: usize = 4;
 /// slower with it, and the 32-column panels of Intel's cores are unmeasured (BENCHMARKS.md,
 /// "Choices in the code").
 const EXACT_PREFETCH_STEPS: usize = 8;
+
+/// How many steps of `k` ahead the same loop also asks for each panel's row in L2 (12 KiB of
+/// each panel): the L1 hint alone waits on memory where the weights come from there, and
+/// `prefetcht0` much further ahead would push out of L1 what is read now. Even with both the
+/// loop stays behind fast mode's (BENCHMARKS.md, "Known bounds"): the hints hide part of the
+/// wait, not the scheduler's room.
+const EXACT_PREFETCH_L2_STEPS: usize = 32;
 
 /// Columns per group of `PANELS` panels on `isa` with the right-hand side `b` (64 for AVX2's
 /// 16-column panels, 384 for a `PackedMatrix` in AVX-512's 96-column panels).
@@ -336,10 +345,18 @@ fn panel_gemv<L: Lanes, M: Mode, const NV: usize>(
             .zip(p1.chunks_exact(nr))
             .zip(p2.chunks_exact(nr).zip(p3.chunks_exact(nr)));
         for (k, (&ak, ((r0, r1), (r2, r3)))) in a.iter().zip(rows).enumerate() {
-            if const { !M::FAST && NV == 6 } && k + EXACT_PREFETCH_STEPS < depth {
-                let ahead = (k + EXACT_PREFETCH_STEPS) * nr;
-                for p in [p0, p1, p2, p3] {
-                    prefetch_ahead(p, ahead, nr);
+            if const { !M::FAST && NV == 6 } {
+                if k + EXACT_PREFETCH_L2_STEPS < depth {
+                    let ahead = (k + EXACT_PREFETCH_L2_STEPS) * nr;
+                    for p in [p0, p1, p2, p3] {
+                        prefetch_ahead_l2(p, ahead, nr);
+                    }
+                }
+                if k + EXACT_PREFETCH_STEPS < depth {
+                    let ahead = (k + EXACT_PREFETCH_STEPS) * nr;
+                    for p in [p0, p1, p2, p3] {
+                        prefetch_ahead(p, ahead, nr);
+                    }
                 }
             }
             let ak = l.splat(ak);

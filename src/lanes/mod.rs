@@ -39,7 +39,9 @@ pub use mode::{Exact, Fast, Mode};
 pub use op::LaneOp;
 pub(crate) use op::compiled_once_per_mode;
 pub use pair::Pair;
-pub(crate) use prefetch::{prefetch, prefetch_ahead, prefetch_l2, prefetch_part};
+pub(crate) use prefetch::{
+    prefetch, prefetch_ahead, prefetch_ahead_l2, prefetch_l2, prefetch_part,
+};
 pub use scalar::Scalar;
 pub(crate) use transpose::transpose_strip;
 

@@ -28,6 +28,13 @@ pub(crate) fn prefetch_ahead(data: &[f32], start: usize, len: usize) {
     prefetch_lines::<3>(data, start, len);
 }
 
+/// [`prefetch_ahead`] into the L2 cache, not L1 (`prefetcht1`): for a stream read once, asked
+/// for far enough ahead that L1 would not hold it until then.
+#[inline(always)]
+pub(crate) fn prefetch_ahead_l2(data: &[f32], start: usize, len: usize) {
+    prefetch_lines::<2>(data, start, len);
+}
+
 /// [`prefetch`] into the L2 cache, not L1 (`prefetcht1`): for data wanted a few microseconds
 /// later, which in L1 would push out what is read now.
 #[inline(always)]
