@@ -63,10 +63,10 @@ const PANELS: usize = 4;
 const EXACT_PREFETCH_STEPS: usize = 8;
 
 /// How many steps of `k` ahead the same loop also asks for each panel's row in L2 (12 KiB of
-/// each panel): the L1 hint alone waits on memory where the weights come from there, and
-/// `prefetcht0` much further ahead would push out of L1 what is read now. Even with both the
-/// loop stays behind fast mode's (BENCHMARKS.md, "Known bounds"): the hints hide part of the
-/// wait, not the scheduler's room.
+/// each panel): 8 steps ahead, the L1 hint still waits on L3 or memory, and `prefetcht0` much
+/// further ahead would push out of L1 what is read now. Even with both hints the loop stays
+/// behind fast mode's (BENCHMARKS.md, "Known bounds"): they hide part of the wait, but the
+/// scheduler still holds two operations per load where fast mode holds one.
 const EXACT_PREFETCH_L2_STEPS: usize = 32;
 
 /// Columns per group of `PANELS` panels on `isa` with the right-hand side `b` (64 for AVX2's
