@@ -199,6 +199,17 @@ fn bias_and_residual_use_the_tile_offsets() {
     let mut t = Array2::<f32>::zeros((2, 2));
     Residual::new(r.view()).apply(&mut t, 2, 1);
     assert_eq!(t, ndarray::array![[21.0, 22.0], [31.0, 32.0]]);
+    // A residual whose rows are strided (a transposed view), and a tile whose rows are.
+    let rt = r.t().to_owned();
+    let mut t = Array2::<f32>::zeros((2, 2));
+    Residual::new(rt.t()).apply(&mut t, 2, 1);
+    assert_eq!(t, ndarray::array![[21.0, 22.0], [31.0, 32.0]]);
+    let mut wide = Array2::<f32>::ones((2, 4));
+    Residual::new(rt.t()).apply(&mut wide.slice_mut(s![.., ..;2]), 2, 1);
+    assert_eq!(
+        wide,
+        ndarray::array![[22.0, 1.0, 23.0, 1.0], [32.0, 1.0, 33.0, 1.0]]
+    );
     // Batched: the item's own matrix.
     let r3 = ndarray::Array3::from_shape_fn((3, 2, 2), |(q, i, j)| (100 * q + 10 * i + j) as f32);
     let mut t = Array2::<f32>::zeros((1, 2));
