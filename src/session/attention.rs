@@ -11,7 +11,9 @@
 //! Keys a row cannot see never enter its sum, so for any V (inf and NaN included) a row's
 //! output depends only on the keys it sees, and the bits depend neither on the block size, the
 //! instruction set nor the thread count. A row that sees no key
-//! follows the [`MaskedRow`] policy (`Uniform`: the mean of every value row).
+//! follows the [`MaskedRow`] policy (`Uniform`: the mean of the value rows of its batch item's
+//! real keys, those within its key length and kept by a key-padding mask: padding never
+//! reaches an output).
 //!
 //! Fast mode does the same, with the fast exp and fused multiply-adds, for a query block whose
 //! keys fit in one key tile; beyond that it runs an online (flash) softmax over key tiles:
@@ -71,7 +73,9 @@ pub struct AttentionOptions<'a> {
     /// as `[seq_q, seq_k]` without an error; padding per batch row belongs in
     /// [`AttentionOptions::key_padding`].
     pub mask: Mask<'a>,
-    /// Per batch item, the number of valid keys (the rest are padding).
+    /// Per batch item, the number of valid keys (the rest are padding: in exact mode a batch
+    /// row has the bits of a run over its valid keys alone; a fully masked row's `Uniform`
+    /// policy averages the valid keys only).
     pub key_lengths: Option<&'a [usize]>,
     /// Per batch item, which keys are real (`true`) and which are padding (`false`), at any
     /// positions: `[batch, seq_k]` (`[1, seq_k]` for 2-D attention). A padding key is removed
@@ -523,7 +527,7 @@ impl<M: Mode> Session<M> {
         let mut limits: Vec<usize> = (0..rows).map(|i| plan.row_end(b, q0 + i)).collect();
         if end == 0 {
             let seen = vec![false; rows];
-            return self.write_rows(plan, v, out, &[], &seen);
+            return self.write_rows(plan, b, v, out, &[], &seen);
         }
         if rows < SHARED_ROWS_GEMM {
             prefetch_keys_and_values(block.k.slice(s![..end, ..]), v.slice(s![..end, ..]));
@@ -579,7 +583,7 @@ impl<M: Mode> Session<M> {
         let v_used = v.slice(s![..end, ..]);
         let mut pv = take_buffer(rows * v.ncols());
         self.visible_products(&mut pv, &scores, end, &limits, &sparse, v_used)?;
-        self.write_rows(plan, v, out, &pv, &seen)?;
+        self.write_rows(plan, b, v, out, &pv, &seen)?;
         give_back(pv);
         give_back(scores);
         Ok(())
@@ -725,12 +729,13 @@ impl<M: Mode> Session<M> {
         Ok(())
     }
 
-    /// Writes the block's output rows: `pv` for a row that sees a key, the masked-row policy for
-    /// one that sees none (`Uniform`: the mean of every value row, as a softmax of equal
-    /// weights over all of them).
+    /// Writes the block's output rows (of batch item `b`): `pv` for a row that sees a key, the
+    /// masked-row policy for one that sees none (`Uniform`: the mean of the value rows of the
+    /// item's real keys, as a softmax of equal weights over all of them).
     fn write_rows(
         &self,
         plan: &Plan<'_>,
+        b: usize,
         v: ArrayView2<'_, f32>,
         out: &mut ArrayViewMut2<'_, f32>,
         pv: &[f32],
@@ -747,7 +752,9 @@ impl<M: Mode> Session<M> {
                 MaskedRow::Zero => o.fill(0.0),
                 MaskedRow::Nan => o.fill(CANONICAL_NAN),
                 MaskedRow::Uniform => {
-                    let mean = uniform.get_or_insert_with(|| self.uniform_row(v));
+                    let mean = uniform.get_or_insert_with(|| {
+                        self.uniform_row(v.slice(s![..plan.real_keys(b), ..]))
+                    });
                     o.assign(&ArrayView1::from(&mean[..]));
                 }
             }
@@ -852,14 +859,17 @@ impl<M: Mode> Session<M> {
             }
             k0 = k1;
         }
+        let mut uniform = None;
         for (mut o, st) in out.rows_mut().into_iter().zip(&state) {
             match (st.normalizer(), plan.policy) {
                 (Some(inv), _) => o.mapv_inplace(|x| x * inv),
                 (None, MaskedRow::Nan) => o.fill(CANONICAL_NAN),
                 (None, MaskedRow::Zero) => o.fill(0.0),
                 (None, MaskedRow::Uniform) => {
-                    let n = v.nrows().max(1) as f32;
-                    o.assign(&v.sum_axis(Axis(0)).mapv(|s| s / n));
+                    let mean = uniform.get_or_insert_with(|| {
+                        self.uniform_row(v.slice(s![..plan.real_keys(b), ..]))
+                    });
+                    o.assign(&ArrayView1::from(&mean[..]));
                 }
             }
         }

@@ -53,13 +53,31 @@ impl Plan<'_> {
     /// The keys `[0, end)` query `q` of batch item `b` may see by the causal limit and the key
     /// length (counted among the kept keys where a key-padding mask drops some).
     pub(super) fn row_end(&self, b: usize, q: usize) -> usize {
-        let mut end = self.seq_k;
-        if let Some(len) = self.key_lengths {
-            end = end.min(len[b]);
-        }
+        let mut end = self.length(b);
         if let Some(off) = self.causal_offset {
             end = end.min(q.saturating_add(off).saturating_add(1));
         }
+        self.kept_before(b, end)
+    }
+
+    /// How many keys of batch item `b` are real, not padding: those within its key length and
+    /// kept by a key-padding mask. A fully masked row's `Uniform` policy averages these, so that
+    /// a sequence gives the same row however it is padded.
+    pub(super) fn real_keys(&self, b: usize) -> usize {
+        self.kept_before(b, self.length(b))
+    }
+
+    /// The positions batch item `b` has before its key length.
+    fn length(&self, b: usize) -> usize {
+        match self.key_lengths {
+            Some(len) => self.seq_k.min(len[b]),
+            None => self.seq_k,
+        }
+    }
+
+    /// The keys of batch item `b` before position `end` (counted among the kept keys where a
+    /// key-padding mask drops some).
+    fn kept_before(&self, b: usize, end: usize) -> usize {
         match &self.kept[b] {
             Some(kept) => kept.below[end],
             None => end,

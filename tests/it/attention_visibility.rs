@@ -7,38 +7,69 @@ use activation_kernels::{AttentionOptions, Error, Fast, Isa, Mask, MaskedRow, Mo
 use ndarray::{Array2, Array4, array, s};
 
 /// Issue 32, finding 1: under `Uniform`, a row sums only over its own keys (causal, and key
-/// lengths); only a fully masked row averages every key.
+/// lengths); only a fully masked row averages, and it averages its batch item's real keys:
+/// every key without a key length, the keys before it with one, the kept keys of a key-padding
+/// mask. Padding (here a NaN value row) never reaches it, so each form gives the bits of the
+/// sequence run alone.
 #[test]
 fn uniform_policy_rows_sum_only_over_their_own_keys() {
     let (q, k) = (Array2::<f32>::ones((2, 4)), Array2::<f32>::ones((3, 4)));
     let v = array![[1., 2.], [3., 4.], [f32::NAN, 0.]];
+    // Row 0 sees no key; row 1 every key but the padding.
+    let keep = array![[false, false, false], [true, true, true]].into_dyn();
+    let padding = array![[true, true, false]];
+    let finite = array![[1., 2.], [3., 4.], [5., 0.]];
+    let third = 1.0f32 / 3.0;
+    let mean_of_three = [
+        third * 1.0 + third * 3.0 + third * 5.0,
+        third * 2.0 + third * 4.0,
+    ];
     for isa in Isa::available() {
-        let exact = Session::exact()
-            .with_isa(isa)
-            .unwrap()
-            .with_masked_row(MaskedRow::Uniform);
-        let causal = AttentionOptions::default().causal();
-        let out = exact.attention_owned(&q, &k, &v, &causal).unwrap();
-        assert_eq!(out.row(0).to_vec(), [2.0, 3.0], "{isa}");
-        let lengths = AttentionOptions::default().with_key_lengths(&[2]);
-        let out = exact.attention_owned(&q, &k, &v, &lengths).unwrap();
-        assert_eq!(out.row(0).to_vec(), [2.0, 3.0], "{isa}");
-        let fast = Session::fast()
-            .with_isa(isa)
-            .unwrap()
-            .with_masked_row(MaskedRow::Uniform);
-        let out = fast.attention_owned(&q, &k, &v, &lengths).unwrap();
-        assert_eq!(out.row(0).to_vec(), [2.0, 3.0], "{isa}");
-        // A fully masked row (key length 0) is the mean of every value row.
-        let finite = array![[1., 2.], [3., 4.], [5., 0.]];
-        let none = AttentionOptions::default().with_key_lengths(&[0]);
-        let out = exact.attention_owned(&q, &k, &finite, &none).unwrap();
-        let third = 1.0f32 / 3.0;
-        let mean = [
-            third * 1.0 + third * 3.0 + third * 5.0,
-            third * 2.0 + third * 4.0,
-        ];
-        assert_eq!(out.row(0).to_vec(), mean, "{isa}");
+        for fast in [false, true] {
+            let run = |k: &Array2<f32>, v: &Array2<f32>, o: &AttentionOptions<'_>| {
+                if fast {
+                    let s = Session::fast().with_isa(isa).unwrap();
+                    s.with_masked_row(MaskedRow::Uniform)
+                        .attention_owned(&q, k, v, o)
+                } else {
+                    let s = Session::exact().with_isa(isa).unwrap();
+                    s.with_masked_row(MaskedRow::Uniform)
+                        .attention_owned(&q, k, v, o)
+                }
+                .unwrap()
+            };
+            let causal = AttentionOptions::default().causal();
+            assert_eq!(run(&k, &v, &causal).row(0).to_vec(), [2.0, 3.0], "{isa}");
+            let lengths = AttentionOptions::default().with_key_lengths(&[2]);
+            assert_eq!(run(&k, &v, &lengths).row(0).to_vec(), [2.0, 3.0], "{isa}");
+            // Fully masked, nothing padded: the mean of every value row.
+            let masked = AttentionOptions::default().with_mask(Mask::Keep(keep.view()));
+            let out = run(&k, &finite, &masked);
+            assert_eq!(out.row(0).to_vec(), mean_of_three, "{isa} fast {fast}");
+            // Fully masked with the third key padding: the mean of the first two, as the
+            // sequence of two keys alone gives it, by key length or by padding mask.
+            let keep2 = keep.slice(s![.., ..2]).to_owned().into_dyn();
+            let alone = AttentionOptions::default().with_mask(Mask::Keep(keep2.view()));
+            let alone = run(
+                &k.slice(s![..2, ..]).to_owned(),
+                &v.slice(s![..2, ..]).to_owned(),
+                &alone,
+            );
+            assert_eq!(alone.row(0).to_vec(), [2.0, 3.0], "{isa} fast {fast}");
+            for padded in [
+                masked.clone().with_key_lengths(&[2]),
+                masked.clone().with_key_padding(padding.view()),
+            ] {
+                assert_eq!(
+                    bits(&run(&k, &v, &padded)),
+                    bits(&alone),
+                    "{isa} fast {fast}"
+                );
+            }
+            // No real key at all (key length 0): the mean of none, as a run with no keys.
+            let none = AttentionOptions::default().with_key_lengths(&[0]);
+            assert_eq!(run(&k, &v, &none).row(0).to_vec(), [0.0, 0.0], "{isa}");
+        }
     }
 }
 

@@ -245,7 +245,13 @@ impl Visibility<'_> {
             && self
                 .additive
                 .is_none_or(|a| a[[b, h, i, j]] != f32::NEG_INFINITY)
-            && self.padding.is_none_or(|p| p[[b, j]])
+            && self.is_real(b, j)
+    }
+
+    /// Key `j` of batch item `b` is real, not padding: within the key length and kept by the
+    /// padding mask. A row that sees no key averages these under `Uniform`.
+    fn is_real(&self, b: usize, j: usize) -> bool {
+        self.lengths.is_none_or(|l| j < l[b]) && self.padding.is_none_or(|p| p[[b, j]])
     }
 }
 
@@ -255,8 +261,9 @@ proptest! {
     /// A row's output depends only on the keys it sees: inf and NaN written into the value rows
     /// of keys hidden from some rows leave those rows' bits as they were, for every mask form
     /// (causal, key lengths, keep, additive `-inf`, key padding, and mixes), masked-row policy,
-    /// block size, thread count and instruction set, in both modes. (A row that sees no key
-    /// under `Uniform` averages every key: it sees them all.)
+    /// block size, thread count and instruction set, in both modes. A row that sees no key
+    /// under `Uniform` averages every real key of its batch item (not its padding): bad values
+    /// in padding leave it as it was.
     #[test]
     fn a_row_depends_only_on_the_keys_it_sees(
         (batch, kv_heads, group, seq_q, seq_k, dim) in
@@ -330,11 +337,10 @@ proptest! {
             for h in 0..heads {
                 for i in 0..seq_q {
                     let sees_any = (0..seq_k).any(|j| seen.sees((b, h, i), j));
-                    if !sees_any && policy == MaskedRow::Uniform {
-                        continue;
-                    }
+                    let averages_real = !sees_any && policy == MaskedRow::Uniform;
                     let kh = h / group;
-                    let blind = (0..seq_k).all(|j| hidden_v[(b * kv_heads + kh) * seq_k + j] || !seen.sees((b, h, i), j));
+                    let reaches = |j| if averages_real { seen.is_real(b, j) } else { seen.sees((b, h, i), j) };
+                    let blind = (0..seq_k).all(|j| hidden_v[(b * kv_heads + kh) * seq_k + j] || !reaches(j));
                     if blind {
                         prop_assert_eq!(
                             bits(clean.slice(s![b, h, i, ..])),

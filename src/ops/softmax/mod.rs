@@ -30,7 +30,9 @@ pub enum MaskedRow {
     /// Every output `+0` (log-softmax: `-inf`), as PyTorch's SDPA and the ONNX Attention op.
     #[default]
     Zero,
-    /// Every output `1/n` (log-softmax: `-log(n)`), as if nothing were masked.
+    /// Every output `1/n` (log-softmax: `-log(n)`), as if nothing were masked. In attention,
+    /// the mean of the value rows of the batch item's real keys: padding (past a key length,
+    /// or dropped by a key-padding mask) is not a key and is never averaged.
     Uniform,
     /// Every output the canonical NaN.
     Nan,
