@@ -28,7 +28,8 @@ pub enum Mask<'a> {
     },
     /// `false` masks the score out.
     Keep(ArrayViewD<'a, bool>),
-    /// Added to the scaled score (one more rounding); `-inf` masks it out.
+    /// Added to the scaled score (one more rounding); `-inf` masks it out, as a `false` entry of
+    /// [`Mask::Keep`] does, whatever the score (`+inf` or NaN included).
     Additive(ArrayViewD<'a, f32>),
 }
 

@@ -73,6 +73,44 @@ fn uniform_policy_rows_sum_only_over_their_own_keys() {
     }
 }
 
+/// An additive `-inf` masks its key whatever the score: a score of `+inf` or NaN there (a key
+/// of inf or NaN, or a product that overflows) gives the row of a `false` keep entry, not the
+/// NaN of `inf + -inf`, in attention and in `masked_softmax`, in both modes, on every ISA.
+#[test]
+fn an_additive_minus_infinity_masks_an_infinite_or_nan_score() {
+    let v = array![[3.0f32], [4.0]];
+    let additive = array![[0.0f32, f32::NEG_INFINITY]].into_dyn();
+    let keep = array![[true, false]].into_dyn();
+    let cases = [
+        (array![[1.0f32]], array![[1.0f32], [f32::INFINITY]]),
+        (array![[1.0f32]], array![[1.0f32], [f32::NAN]]),
+        (array![[10.0f32]], array![[1.0f32], [1e38]]),
+    ];
+    for isa in Isa::available() {
+        for (q, k) in &cases {
+            let by_add = AttentionOptions::default().with_mask(Mask::Additive(additive.view()));
+            let by_keep = AttentionOptions::default().with_mask(Mask::Keep(keep.view()));
+            let exact = Session::exact().with_isa(isa).unwrap();
+            let fast = Session::fast().with_isa(isa).unwrap();
+            for out in [
+                exact.attention_owned(q, k, &v, &by_add).unwrap(),
+                exact.attention_owned(q, k, &v, &by_keep).unwrap(),
+                fast.attention_owned(q, k, &v, &by_add).unwrap(),
+            ] {
+                assert_eq!(out[[0, 0]], 3.0, "{isa} k {k:?}");
+            }
+        }
+        let mut scores = array![[1.0f32, f32::INFINITY], [1.0, f32::NAN]];
+        let additive = array![[0.0f32, f32::NEG_INFINITY]].into_dyn();
+        Session::exact()
+            .with_isa(isa)
+            .unwrap()
+            .masked_softmax(&mut scores, 1.0, &Mask::Additive(additive.view()))
+            .unwrap();
+        assert_eq!(scores, array![[1.0f32, 0.0], [1.0, 0.0]], "{isa}");
+    }
+}
+
 /// Issue 32, finding 2: fast mode's online softmax, one key per tile: an infinite value row at
 /// key 2 does not reach row 0, which sees keys 0 and 1 only; nor, in a long causal prefill,
 /// the rows before it.

@@ -49,7 +49,9 @@ impl<'a> ScoreMask<'a> {
 }
 
 /// Scales and masks a row of raw scores in place: `x * scale`, then `+ add`, then `-inf` where
-/// masked (whatever the score was, NaN included). One register at a time.
+/// masked (whatever the score was, NaN included). An additive `-inf` masks as a `false` keep
+/// entry does: a score of `+inf` or NaN there gives `-inf`, not the NaN of `inf + -inf` that
+/// would make the whole row NaN. One register at a time.
 #[inline(always)]
 pub fn scale_and_mask<L: Lanes>(l: L, row: &mut [f32], scale: f32, mask: &ScoreMask<'_>) {
     let w = L::WIDTH;
@@ -64,7 +66,8 @@ pub fn scale_and_mask<L: Lanes>(l: L, row: &mut [f32], scale: f32, mask: &ScoreM
         let len = part.len();
         let mut x = l.mul(l.load_partial(part, 0.0), sv);
         if let Some(add) = mask.add {
-            x = l.add(x, l.load_partial(&add[start..start + len], 0.0));
+            let a = l.load_partial(&add[start..start + len], 0.0);
+            x = l.select(l.eq(a, ninf), ninf, l.add(x, a));
         }
         if mask.keep.is_none() && start + len <= end {
             // Every lane visible: nothing to mask.
@@ -291,9 +294,22 @@ pub mod tests {
     pub fn scale_and_mask_masks_past_the_end_and_where_keep_is_false_on_every_isa() {
         for isa in Isa::available() {
             for n in [1usize, 5, 8, 17, 40] {
-                let raw: Vec<f32> = (0..n).map(|i| i as f32 - 3.0).collect();
+                // An additive `-inf` (every fourth key from the third) over a score of `+inf`
+                // or NaN masks the key as a `false` keep entry does.
+                let raw: Vec<f32> = (0..n)
+                    .map(|i| match i % 8 {
+                        2 => f32::INFINITY,
+                        6 => f32::NAN,
+                        _ => i as f32 - 3.0,
+                    })
+                    .collect();
                 let keep: Vec<bool> = (0..n).map(|i| i % 3 != 1).collect();
-                let add: Vec<f32> = (0..n).map(|i| 0.25 * i as f32).collect();
+                let add: Vec<f32> = (0..n)
+                    .map(|i| match i % 4 {
+                        2 => f32::NEG_INFINITY,
+                        _ => 0.25 * i as f32,
+                    })
+                    .collect();
                 for end in [0, 1, n / 2, n] {
                     let mask = ScoreMask {
                         end,
@@ -313,7 +329,7 @@ pub mod tests {
                         .unwrap()
                         .dispatch::<Exact, _>(Op(&mut row, mask));
                     for j in 0..n {
-                        let want = if j >= end || !keep[j] {
+                        let want = if j >= end || !keep[j] || add[j] == f32::NEG_INFINITY {
                             f32::NEG_INFINITY
                         } else if j == 0 {
                             f32::NAN
