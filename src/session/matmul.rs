@@ -148,7 +148,8 @@ impl<M: Mode> Session<M> {
 
     /// `b` (`[k, n]`, any strides) packed once for this session's instruction set, to be
     /// passed as the right-hand side of many products ([`Session::matmul_into`]): the weights of
-    /// a layer. The products have the same bits as with `b` itself. See [`PackedMatrix`].
+    /// a layer. The products have the same bits as with `b` itself (in fast mode, a NaN's
+    /// payload aside). See [`PackedMatrix`].
     pub fn pack(&self, b: &ArrayRef2<f32>) -> Result<PackedMatrix, Error> {
         PackedMatrix::new(self.isa.isa(), b)
     }
