@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use activation_kernels::{AttentionOptions, Error, Fast, Isa, Mask, MaskedRow, Mode, Session};
-use ndarray::{Array2, Array4, array, s};
+use ndarray::{Array2, Array4, ShapeBuilder, array, s};
 
 /// Issue 32, finding 1: under `Uniform`, a row sums only over its own keys (causal, and key
 /// lengths); only a fully masked row averages, and it averages its batch item's real keys:
@@ -69,6 +69,39 @@ fn uniform_policy_rows_sum_only_over_their_own_keys() {
             // No real key at all (key length 0): the mean of none, as a run with no keys.
             let none = AttentionOptions::default().with_key_lengths(&[0]);
             assert_eq!(run(&k, &v, &none).row(0).to_vec(), [0.0, 0.0], "{isa}");
+        }
+    }
+}
+
+/// Fast mode's fully masked row under `Uniform` is one mean, whatever the path and V's layout:
+/// the online tiles (keys past one tile) give the bits of the two-pass form, for V in C and in
+/// Fortran order.
+#[test]
+fn fast_uniform_rows_do_not_follow_the_tiles_or_the_layout_of_v() {
+    let (seq_k, v_dim) = (40, 3);
+    let q = Array2::<f32>::from_elem((1, 2), 0.5);
+    let k = Array2::<f32>::from_elem((seq_k, 2), 0.25);
+    let v = Array2::from_shape_fn((seq_k, v_dim), |(i, j)| {
+        ((37 * i + 11 * j) % 17) as f32 * 0.1 - 0.77 + i as f32 * 1e-3
+    });
+    let mut v_f = Array2::<f32>::zeros((seq_k, v_dim).f());
+    v_f.assign(&v);
+    let none = Array2::from_elem((1, seq_k), false).into_dyn();
+    for isa in Isa::available() {
+        let fast = Session::fast()
+            .with_isa(isa)
+            .unwrap()
+            .with_masked_row(MaskedRow::Uniform);
+        let run = |v: &Array2<f32>, key_block| {
+            let opts = AttentionOptions {
+                key_block,
+                ..AttentionOptions::default().with_mask(Mask::Keep(none.view()))
+            };
+            bits(&fast.attention_owned(&q, &k, v, &opts).unwrap())
+        };
+        let two_pass = run(&v, 0);
+        for (v, key_block) in [(&v, 16), (&v_f, 16), (&v_f, 0)] {
+            assert_eq!(run(v, key_block), two_pass, "{isa} key_block {key_block}");
         }
     }
 }
