@@ -752,9 +752,7 @@ impl<M: Mode> Session<M> {
                 MaskedRow::Zero => o.fill(0.0),
                 MaskedRow::Nan => o.fill(CANONICAL_NAN),
                 MaskedRow::Uniform => {
-                    let mean = uniform.get_or_insert_with(|| {
-                        self.uniform_row(v.slice(s![..plan.real_keys(b), ..]))
-                    });
+                    let mean = uniform.get_or_insert_with(|| self.uniform_row(plan, b, v));
                     o.assign(&ArrayView1::from(&mean[..]));
                 }
             }
@@ -762,9 +760,11 @@ impl<M: Mode> Session<M> {
         Ok(())
     }
 
-    /// The mean of the rows of `v` as the `Uniform` policy gives it: weights `1/n` over all `n`
-    /// rows, summed in order from `+0` (zeros if `v` has no row).
-    fn uniform_row(&self, v: ArrayView2<'_, f32>) -> Vec<f32> {
+    /// The row the `Uniform` policy gives batch item `b`: the mean of the value rows of its real
+    /// keys ([`Plan::real_keys`]; padding never enters), weights `1/n` over those `n` rows,
+    /// summed in order from `+0` (zeros if it has none).
+    fn uniform_row(&self, plan: &Plan<'_>, b: usize, v: ArrayView2<'_, f32>) -> Vec<f32> {
+        let v = v.slice(s![..plan.real_keys(b), ..]);
         let (n, v_dim) = v.dim();
         let mut mean = vec![0f32; v_dim];
         if n > 0 {
@@ -866,9 +866,7 @@ impl<M: Mode> Session<M> {
                 (None, MaskedRow::Nan) => o.fill(CANONICAL_NAN),
                 (None, MaskedRow::Zero) => o.fill(0.0),
                 (None, MaskedRow::Uniform) => {
-                    let mean = uniform.get_or_insert_with(|| {
-                        self.uniform_row(v.slice(s![..plan.real_keys(b), ..]))
-                    });
+                    let mean = uniform.get_or_insert_with(|| self.uniform_row(plan, b, v));
                     o.assign(&ArrayView1::from(&mean[..]));
                 }
             }
