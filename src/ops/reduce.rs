@@ -67,15 +67,7 @@ impl<L: Lanes> CanonicalSum<L> {
             }
             let len = (n - start).min(w);
             let v = reg(ctx, start, len);
-            let v = if len == w {
-                v
-            } else {
-                // The lanes of the row are those where the padded ones load as 1.
-                let zero = l.splat(0.0);
-                let inside = l.gt(l.load_partial(&[1.0; MAX_WIDTH][..len], 0.0), zero);
-                l.select(inside, v, zero)
-            };
-            self.add_register(l, r, v);
+            self.add_register(l, r, first_lanes(l, v, len));
         }
     }
 
@@ -88,6 +80,18 @@ impl<L: Lanes> CanonicalSum<L> {
         }
         tree(p)
     }
+}
+
+/// `v` in its first `len` lanes, `+0` in the others (`len == WIDTH`: `v` itself).
+#[inline(always)]
+fn first_lanes<L: Lanes>(l: L, v: L::F, len: usize) -> L::F {
+    if len == L::WIDTH {
+        return v;
+    }
+    // The lanes of the row are those where the padded ones load as 1.
+    let zero = l.splat(0.0);
+    let inside = l.gt(l.load_partial(&[1.0; MAX_WIDTH][..len], 0.0), zero);
+    l.select(inside, v, zero)
 }
 
 /// `p[j] + p[j+8]`, then 4, 2, 1.
@@ -182,6 +186,37 @@ pub fn canonical_sum_of<L: Lanes>(l: L, row: &[f32], f: impl Fn(L::F) -> L::F) -
         #[inline(always)]
         |start, len| f(l.load_partial(&row[start..start + len], 0.0)),
     )
+}
+
+/// The canonical sums of `f(x_i).0` and of `f(x_i).1` over `row`, in one pass: each the bits
+/// of [`canonical_sum_of`] with that half of `f`.
+#[inline(always)]
+pub fn canonical_sums_of<L: Lanes>(
+    l: L,
+    row: &[f32],
+    f: impl Fn(L::F) -> (L::F, L::F),
+) -> (f32, f32) {
+    let (mut a, mut b) = (CanonicalSum::new(l), CanonicalSum::new(l));
+    let (w, n) = (L::WIDTH, row.len());
+    let full = n - n % PARTIALS;
+    for start in (0..full).step_by(PARTIALS) {
+        for r in 0..CanonicalSum::<L>::REGS {
+            let (fa, fb) = f(l.load(&row[start + r * w..]));
+            a.add_register(l, r, fa);
+            b.add_register(l, r, fb);
+        }
+    }
+    for r in 0..CanonicalSum::<L>::REGS {
+        let start = full + r * w;
+        if start >= n {
+            break;
+        }
+        let len = (n - start).min(w);
+        let (fa, fb) = f(l.load_partial(&row[start..start + len], 0.0));
+        a.add_register(l, r, first_lanes(l, fa, len));
+        b.add_register(l, r, first_lanes(l, fb, len));
+    }
+    (a.finish(l), b.finish(l))
 }
 
 /// What one pass over a row finds: its maximum and minimum, and whether it holds a NaN.
@@ -283,7 +318,7 @@ pub fn row_extremes_beside<L: Lanes>(
 #[cfg(feature = "unit-tests")]
 #[doc(hidden)]
 pub mod tests {
-    use super::{RowExtremes, row_extremes};
+    use super::{RowExtremes, canonical_sum_of, canonical_sums_of, row_extremes};
     use crate::lanes::{Exact, Isa, LaneOp, Lanes, Mode};
 
     fn extremes_on(isa: Isa, row: &[f32]) -> RowExtremes {
@@ -324,6 +359,47 @@ pub mod tests {
                     assert!(extremes_on(isa, &row).nan, "{isa} n {n} at {at}");
                 }
             }
+        }
+    }
+
+    /// [`canonical_sums_of`]'s two sums are, bit for bit, [`canonical_sum_of`] of each half, on
+    /// every instruction set and row length (whole groups of 16, a tail of each length), with
+    /// the tail's lanes past the row kept out of both.
+    pub fn canonical_sums_of_gives_each_sum_alone_on_every_isa() {
+        struct Op<'a>(&'a [f32]);
+        impl LaneOp for Op<'_> {
+            type Output = [f32; 4];
+            fn run<L: Lanes, M: Mode>(self, l: L) -> [f32; 4] {
+                let (one, half) = (l.splat(1.0), l.splat(0.5));
+                // `x + 1` is not 0 in a padded lane, `x * x + 0.5` neither.
+                let (a, b) =
+                    canonical_sums_of(l, self.0, |v| (l.add(v, one), l.add(l.mul(v, v), half)));
+                let a1 = canonical_sum_of(l, self.0, |v| l.add(v, one));
+                let b1 = canonical_sum_of(l, self.0, |v| l.add(l.mul(v, v), half));
+                [a, b, a1, b1]
+            }
+        }
+        for n in 0..=70 {
+            let row: Vec<f32> = (0..n).map(|i| 1.0 / (i as f32 + 3.0) - 0.2).collect();
+            let scalar = Isa::Scalar
+                .supported()
+                .unwrap()
+                .dispatch::<Exact, _>(Op(&row));
+            for isa in Isa::available() {
+                let [a, b, a1, b1] = isa.supported().unwrap().dispatch::<Exact, _>(Op(&row));
+                assert_eq!(
+                    [a.to_bits(), b.to_bits()],
+                    [a1.to_bits(), b1.to_bits()],
+                    "{isa} n {n}"
+                );
+                assert_eq!(a.to_bits(), scalar[0].to_bits(), "{isa} n {n}");
+                assert_eq!(b.to_bits(), scalar[1].to_bits(), "{isa} n {n}");
+            }
+            let want_a: f32 = row.iter().map(|x| x + 1.0).sum::<f32>();
+            assert!(
+                (scalar[0] - want_a).abs() <= 1e-4 * want_a.abs().max(1.0),
+                "n {n}"
+            );
         }
     }
 }

@@ -15,7 +15,10 @@ impl<M: Mode> Session<M> {
     /// Layer normalisation over the last axis, in place: each row becomes
     /// `((x - mean) / sqrt(var + eps)) * gamma + beta`, the mean and variance summed in the
     /// canonical order (so exact mode gives the same bits on every instruction set and thread
-    /// count). `gamma` and `beta` have the last axis's length; `eps` is finite and `>= 0`.
+    /// count). A row whose offset is large beside its spread (`1e6 + N(0, 1)`) keeps an
+    /// ordinary row's accuracy: its mean is carried as two floats. So is a row whose sums
+    /// overflow or whose squares underflow: it is normalised at a power-of-two scale.
+    /// `gamma` and `beta` have the last axis's length; `eps` is finite and `>= 0`.
     ///
     /// ```
     /// use activation_kernels::Session;

@@ -396,12 +396,24 @@ pub fn canonical_sum(v: impl Iterator<Item = f32>) -> f32 {
 pub fn layer_norm_reference(x: &[f32], g: &[f32], b: &[f32], eps: f32) -> Vec<f32> {
     let n = x.len() as f32;
     let mean = canonical_sum(x.iter().copied()) / n;
-    let var = canonical_sum(x.iter().map(|&v| (v - mean) * (v - mean))) / n;
+    let mut var = canonical_sum(x.iter().map(|&v| (v - mean) * (v - mean))) / n;
+    // The mean's shift: where the mean of the differences `c` is large beside the spread
+    // (`c^2 > 2^-40 (var + eps)`), the mean is `mean + c` rounded plus the mean of the
+    // differences from that, and the variance is summed again.
+    let c = canonical_sum(x.iter().map(|&v| v - mean)) / n;
+    let (mean, shift) = if c * c > 2f32.powi(-40) * (var + eps) {
+        let mean = mean + c;
+        let c = canonical_sum(x.iter().map(|&v| v - mean)) / n;
+        var = canonical_sum(x.iter().map(|&v| ((v - mean) - c) * ((v - mean) - c))) / n;
+        (mean, c)
+    } else {
+        (mean, 0.0)
+    };
     let sd = (var + eps).sqrt();
     x.iter()
         .zip(g)
         .zip(b)
-        .map(|((&x, &g), &b)| canon((x - mean) / sd * g + b))
+        .map(|((&x, &g), &b)| canon(((x - mean) - shift) / sd * g + b))
         .collect()
 }
 

@@ -87,10 +87,12 @@ fn layer_norm_is_accurate_in_both_modes() {
     ));
 }
 
-/// `((x - mean) / sqrt(var + eps)) * g + b` in f64.
+/// `((x - mean) / sqrt(var + eps)) * g + b` in f64. The mean is corrected once by the mean of
+/// the differences: a plain f64 sum of 100,000 values near `1e6` is itself `1e-5` off.
 fn reference_f64(x: &[f32], g: &[f32], b: &[f32], eps: f32) -> Vec<f64> {
     let n = x.len() as f64;
     let mean = x.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+    let mean = mean + x.iter().map(|&v| f64::from(v) - mean).sum::<f64>() / n;
     let var = x
         .iter()
         .map(|&v| (f64::from(v) - mean).powi(2))
@@ -173,6 +175,90 @@ fn rows_whose_sums_overflow_or_squares_underflow_are_normalised_right() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// A row whose offset is large beside its spread: an f32 mean is the true mean rounded (and on
+/// a long row, after thousands of rounded additions, far from it: on `1e6 + u` at n = 100,000
+/// the canonical sum puts it tens of units off, which left every output near 1 where the
+/// truth is spread over [-1.7, 1.7]). The mean is carried as two floats there, so the outputs
+/// keep the accuracy of an ordinary row, in both modes, with the bits of the reference written
+/// out, the same on every instruction set and thread count.
+#[test]
+fn a_large_offset_beside_a_small_spread_does_not_swamp_the_row() {
+    let mut rng = Rng(14);
+    let mut rows: Vec<(&str, Vec<f32>)> = Vec::new();
+    for n in [768usize, 16_384, 100_000] {
+        let x = rng.vec(n, -1.7, 1.7).iter().map(|u| 1e6 + u).collect();
+        rows.push(("1e6 + u", x));
+    }
+    for n in [2usize, 64, 768] {
+        let x = rng.vec(n, -1e-3, 1e-3).iter().map(|u| 1e4 + u).collect();
+        rows.push(("1e4 + 1e-3 u", x));
+    }
+    let x = rng.vec(768, -1.0, 1.0).iter().map(|u| 1e3 + u).collect();
+    rows.push(("1e3 + u", x));
+    for (what, x) in rows {
+        let n = x.len();
+        let g = Array1::from(rng.vec(n, 0.5, 1.5));
+        let b = Array1::from(rng.vec(n, -0.5, 0.5));
+        let (gs, bs) = (g.as_slice().unwrap(), b.as_slice().unwrap());
+        // eps 0: the spread of `1e4 + 1e-3 u` is below 1e-5's square root.
+        let eps = 0.0;
+        let want = reference_f64(&x, gs, bs, eps);
+        let exact_bits = bits(&layer_norm_reference(&x, gs, bs, eps));
+        let xa = Array2::from_shape_vec((1, n), x).unwrap();
+        let mut worst = [0f64; 2];
+        for isa in Isa::available() {
+            for threads in [1, 2] {
+                let mut y = xa.clone();
+                pinned_session::<Exact>(isa, threads)
+                    .layer_norm(&mut y, &g, &b, eps)
+                    .unwrap();
+                assert_eq!(bits(&y), exact_bits, "{what} n {n} {isa} {threads}");
+                let mut yf = xa.clone();
+                pinned_session::<activation_kernels::Fast>(isa, threads)
+                    .layer_norm(&mut yf, &g, &b, eps)
+                    .unwrap();
+                for (m, y) in [&y, &yf].into_iter().enumerate() {
+                    for (&y, &w) in y.iter().zip(&want) {
+                        worst[m] = worst[m].max((f64::from(y) - w).abs());
+                    }
+                }
+            }
+        }
+        // Outputs within a few units, so an ordinary row's error: 2e-6 (the test above) up to
+        // 16,384 elements; past that the canonical sum of the squares itself grows (a partial
+        // of 6,250 terms near 6,000 rounds at 2^-11, and the 55 values of `1e6 + u` in f32 round
+        // alike): 5.5e-6 measured at 100,000. Before the two-float mean: 0.01 at 768, 5 at
+        // 100,000.
+        let tol = 2e-6 * (n as f64 / 16_384.0).max(1.0);
+        assert!(worst[0] < tol, "{what} n {n}: exact error {}", worst[0]);
+        assert!(worst[1] < tol, "{what} n {n}: fast error {}", worst[1]);
+    }
+}
+
+/// Fast mode runs in the caller's floating-point environment. Under round toward zero a sum
+/// that overflows stops at `f32::MAX` instead of infinity: the row must still take the scaled
+/// path, not be normalised by a variance that saturated (which gave outputs near 1e19).
+#[test]
+fn fast_layer_norm_finds_an_overflowing_row_under_round_toward_zero() {
+    let x = ndarray::array![[3e38f32, 1.0, 2.0, 3.0]];
+    let (g, b) = (Array1::<f32>::ones(4), Array1::<f32>::zeros(4));
+    let want = reference_f64(
+        x.as_slice().unwrap(),
+        g.as_slice().unwrap(),
+        b.as_slice().unwrap(),
+        0.0,
+    );
+    for isa in Isa::available() {
+        let s = pinned_session::<activation_kernels::Fast>(isa, 1);
+        let y = with_fp_control(FP_TOWARD_ZERO, || {
+            s.layer_norm_owned(&x, &g, &b, 0.0).unwrap()
+        });
+        for (&y, &w) in y.iter().zip(&want) {
+            assert!((f64::from(y) - w).abs() < 1e-5, "{isa}: {y} against {w}");
         }
     }
 }

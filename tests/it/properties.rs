@@ -136,7 +136,10 @@ proptest! {
                 .prop_map(move |v| Array2::from_shape_vec((r, c), v).unwrap())
         }),
         layout in 0u8..4, isa in isa(), threads in 1usize..4,
+        offset in prop::sample::select(vec![0.0f32, 0.0, 1e3, 1e6]),
     ) {
+        // An offset large beside the spread takes the two-float mean.
+        let x = x.mapv(|v| v + offset);
         let n = x.ncols();
         let g = ndarray::Array1::from_shape_fn(n, |j| 0.5 + j as f32 / 64.0);
         let b = ndarray::Array1::from_shape_fn(n, |j| j as f32 / 32.0 - 0.5);

@@ -107,6 +107,7 @@ unit_tests! {
     ]
     ops_reduce: [
         row_extremes_finds_both_anywhere_on_every_isa,
+        canonical_sums_of_gives_each_sum_alone_on_every_isa,
     ]
     ops_sigmoid: [
         the_clean_form_is_the_clamped_form_and_the_flush_is_at_the_exp_limit,
