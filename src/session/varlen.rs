@@ -12,8 +12,8 @@ use super::attention::AttentionOptions;
 use super::softmax::Mask;
 use crate::{Error, Mode};
 
-/// Checks `offsets` (`[0, n0, n0 + n1, ..., total]`: at least two, from 0, non-decreasing,
-/// ending at `total`, the rows of the packed tensor named by `what`).
+/// Checks `offsets` (`[0, n0, n0 + n1, ..., total]`: from 0, non-decreasing, ending at
+/// `total`, the rows of the packed tensor named by `what`; `[0]` is a batch of no sequence).
 pub(crate) fn check_offsets(offsets: &[usize], total: usize, what: &str) -> Result<(), Error> {
     let bad = |why: String| {
         Err(Error::InvalidArgument(format!(
@@ -21,7 +21,7 @@ pub(crate) fn check_offsets(offsets: &[usize], total: usize, what: &str) -> Resu
         )))
     };
     match (offsets.first(), offsets.last()) {
-        (Some(0), Some(&last)) if offsets.len() >= 2 => {
+        (Some(0), Some(&last)) => {
             if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
                 return bad(format!("offset {} is less than offset {i}", i + 1));
             }
@@ -30,7 +30,7 @@ pub(crate) fn check_offsets(offsets: &[usize], total: usize, what: &str) -> Resu
             }
             Ok(())
         }
-        _ => bad("expected [0, n0, n0 + n1, ..., total] (at least two, from 0)".into()),
+        _ => bad("expected [0, n0, n0 + n1, ..., total] (from 0)".into()),
     }
 }
 

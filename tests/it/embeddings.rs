@@ -200,6 +200,10 @@ fn varlen_attention_rejects_bad_offsets_heads_and_masks() {
         Err(Error::ShapeMismatch { .. })
     ));
     assert!(run(&[0, 0, 6, 6], 2, &opts).is_ok());
+    // A batch of no sequence: offsets `[0]` over no rows, an empty output.
+    let empty = Array2::<f32>::zeros((0, 8));
+    let out = s.varlen_attention(&empty, &empty, &empty, &[0], 2, &opts);
+    assert_eq!(out.unwrap().dim(), (0, 8));
 }
 
 #[test]
@@ -333,6 +337,13 @@ fn mean_pooling_rejects_bad_shapes_and_offsets() {
         .mean_pool_padded(&x3, &Array2::from_elem((2, 4), false))
         .unwrap();
     assert!(none.iter().all(|v| v.to_bits() == 0));
+    // A batch of no sequence, packed (offsets `[0]`) as padded: an empty result, not an error.
+    let empty = Array2::<f32>::zeros((0, 3));
+    assert_eq!(s.mean_pool_varlen(&empty, &[0]).unwrap().dim(), (0, 3));
+    let empty3 = Array3::<f32>::zeros((0, 4, 3));
+    let padded = s.mean_pool_padded(&empty3, &Array2::from_elem((0, 4), true));
+    assert_eq!(padded.unwrap().dim(), (0, 3));
+    assert!(s.mean_pool_varlen(&empty, &[]).is_err());
 }
 
 #[test]
