@@ -34,8 +34,11 @@
  * Apart from those refusals, x must be valid for reading n floats and y for writing n floats,
  * and no other thread may write them during the call.
  *
- * All functions are thread-safe. None allocates except an array call whose x and y partly
- * overlap (it copies x).
+ * All functions are thread-safe, and may be called from a thread-local destructor at thread
+ * exit. Allocations: an array call whose x and y partly overlap copies x; a thread's first
+ * array call of erf or GELU erf on AVX2 or AVX-512 takes a scratch buffer of about 4 KiB,
+ * kept for the thread's later calls (at thread exit, one per call); the process's first call
+ * reads ACTIVATION_KERNELS_ISA into a string once, if it is set. Nothing else allocates.
  */
 #ifndef ACTIVATION_KERNELS_H
 #define ACTIVATION_KERNELS_H

@@ -3,7 +3,8 @@
 //! 16-bit element type) is widened into a buffer of the calling thread, reused from row to row,
 //! and written back (rounded once) afterwards.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::thread::LocalKey;
 
 use ndarray::{ArrayView1, ArrayViewMut1};
 
@@ -14,7 +15,7 @@ thread_local! {
     /// (a gated form reads two inputs) takes a second buffer, so nesting never shares one.
     static BUFFERS: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
     /// The buffer of [`with_bool_row`].
-    static BOOLS: std::cell::Cell<Vec<bool>> = const { std::cell::Cell::new(Vec::new()) };
+    static BOOLS: Cell<Vec<bool>> = const { Cell::new(Vec::new()) };
 }
 
 /// Runs `f` with a buffer of this thread holding `len` values (contents unspecified).
@@ -28,15 +29,35 @@ fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
 /// A buffer of this thread's free ones (a new one if there is none), holding `len` values
 /// (contents unspecified: what an earlier user left, zeros where it grew). Hand it back with
 /// [`give_back`] for the next user; one not handed back is simply dropped.
+///
+/// Once the thread's own storage is gone (a call from another thread-local's destructor at
+/// thread exit), every buffer is new and dropped after use: slower, never a panic.
 pub(crate) fn take_buffer(len: usize) -> Vec<f32> {
-    let mut buf = BUFFERS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
+    let mut buf = BUFFERS
+        .try_with(|b| b.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     buf.resize(len, 0.0);
     buf
 }
 
-/// Returns a buffer from [`take_buffer`] to this thread's free ones.
+/// Returns a buffer from [`take_buffer`] to this thread's free ones (drops it once the
+/// thread's storage is gone).
 pub(crate) fn give_back(buf: Vec<f32>) {
-    BUFFERS.with(|b| b.borrow_mut().push(buf));
+    let _ = BUFFERS.try_with(|b| b.borrow_mut().push(buf));
+}
+
+/// The value of a thread-local `Cell` buffer, left empty (a new, empty one once the thread's
+/// storage is gone, as at thread exit: see [`take_buffer`]).
+pub(crate) fn take_cell<T: Default>(key: &'static LocalKey<Cell<T>>) -> T {
+    key.try_with(Cell::take).unwrap_or_default()
+}
+
+/// Puts `value` back into a thread-local `Cell` buffer (drops it once the thread's storage is
+/// gone).
+pub(crate) fn put_cell<T>(key: &'static LocalKey<Cell<T>>, value: T) {
+    let _ = key.try_with(|c| c.set(value));
 }
 
 /// Runs `f` on `row` as a contiguous `f32` slice, in place or through a buffer written back.
@@ -112,11 +133,11 @@ pub(crate) fn with_bool_row<R>(row: ArrayView1<'_, bool>, f: impl FnOnce(&[bool]
         return f(s);
     }
     // Taken, not borrowed: a nested call simply gets a fresh buffer.
-    let mut buf = BOOLS.take();
+    let mut buf = take_cell(&BOOLS);
     buf.clear();
     buf.extend(row.iter().copied());
     let r = f(&buf);
-    BOOLS.set(buf);
+    put_cell(&BOOLS, buf);
     r
 }
 

@@ -51,6 +51,7 @@ use crate::epilogue::TileEpilogue;
 use crate::error::Error;
 use crate::lanes::Mode;
 use crate::lanes::Supported;
+use crate::row_buffer::{put_cell, take_cell};
 
 /// Extra columns in a tile buffer's row stride, so that the rows of a microtile do not all map
 /// to the same cache sets.
@@ -167,7 +168,7 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
     } else {
         (0..k).step_by(kb).map(|k0| (k0, kb.min(k - k0))).collect()
     };
-    let mut pack = PACK.take();
+    let mut pack = take_cell(&PACK);
     for (s, &(k0, depth)) in supers.iter().enumerate() {
         let pass = Pass {
             isa,
@@ -201,7 +202,7 @@ pub(crate) fn gemm_with<M: Mode, K: MicroKernel>(
         }
     }
     if pack.len() <= RETAIN_PACK {
-        PACK.set(pack);
+        put_cell(&PACK, pack);
     }
     Ok(())
 }
@@ -444,7 +445,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
     let edge_len = (blk.mr * blk.nr).next_multiple_of(LINE);
     // Taken, not borrowed: an epilogue that runs a GEMM of its own on this thread (or a task
     // stolen while it waits) simply gets a fresh buffer.
-    let mut scratch = SCRATCH.take();
+    let mut scratch = take_cell(&SCRATCH);
     let lines = line_aligned(&mut scratch, a_len + c_len + edge_len + kc);
     let (apack, rest) = lines.split_at_mut(a_len);
     let (cbuf, rest) = rest.split_at_mut(c_len);
@@ -523,7 +524,7 @@ fn run_task<M: Mode, K: MicroKernel>(pass: &Pass<'_>, mut t: Task<'_>) -> Result
             &mut t.c,
         );
     }
-    SCRATCH.set(scratch);
+    put_cell(&SCRATCH, scratch);
     Ok(())
 }
 

@@ -29,5 +29,6 @@ mod properties;
 mod session_elementwise;
 mod softmax;
 mod taylor_catalogue;
+mod thread_exit;
 mod transformer_block;
 mod unit;
