@@ -33,6 +33,13 @@ pub struct Embedder<M: Mode> {
 impl<M: Mode> Embedder<M> {
     /// Loads the model directory `dir` and packs its weights for `session`.
     pub fn load(dir: &Path, session: Session<M>) -> Result<Self, ModelError> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(ModelError::Config(format!(
+                "{} is a file, not a model directory (the directory holding config.json, \
+                 model.safetensors and tokenizer.json)",
+                dir.display()
+            )));
+        }
         if !dir.is_dir() {
             return Err(ModelError::Config(format!(
                 "model directory {} does not exist (fetch it with models/fetch_model.sh)",

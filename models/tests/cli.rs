@@ -13,9 +13,18 @@ use common::*;
 use sha2::{Digest, Sha256};
 
 fn embed(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_embed"))
-        .args(args)
-        .env_remove("ACTIVATION_KERNELS_ISA")
+    embed_with_isa_env(args, stdin, None)
+}
+
+/// [`embed`] with `ACTIVATION_KERNELS_ISA` set to `isa_env` (removed for `None`).
+fn embed_with_isa_env(args: &[&str], stdin: Option<&str>, isa_env: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_embed"));
+    command.args(args);
+    match isa_env {
+        Some(v) => command.env("ACTIVATION_KERNELS_ISA", v),
+        None => command.env_remove("ACTIVATION_KERNELS_ISA"),
+    };
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -105,6 +114,14 @@ fn embed_writes_json_lines_and_the_sha256_of_the_library_bits() {
             }
         }
     }
+    // An explicit --isa wins over a bad ACTIVATION_KERNELS_ISA; without it, that is an error.
+    let args = ["--model", model_dir, "--isa", "scalar"];
+    let o = embed_with_isa_env(&args, Some(&text), Some("bogus"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(tail(&o).1, sha);
+    let o = embed_with_isa_env(&["--model", model_dir], Some(&text), Some("bogus"));
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bogus"));
     // Fast mode runs and prints the same two lines.
     let o = embed(&["--model", model_dir, "--mode", "fast"], Some(&text));
     assert!(o.status.success());
@@ -127,6 +144,8 @@ fn embed_reports_bad_arguments_a_missing_model_and_an_empty_input() {
         assert!(o.stdout.is_empty());
     };
     fails(&["--model", "no/such/dir"], "a\n", "does not exist");
+    let config = dir.join("config.json");
+    fails(&["--model", config.to_str().unwrap()], "a\n", "is a file");
     fails(&["--model", model_dir], "", "empty");
     fails(&["--model", model_dir, "--mode", "slow"], "a\n", "slow");
     fails(&["--model", model_dir, "--batch-size", "0"], "a\n", "0");

@@ -137,6 +137,20 @@ impl<M: Mode> Session<M> {
         Ok(Self::on(Supported::preferred()?))
     }
 
+    /// A session on `isa`, whatever `ACTIVATION_KERNELS_ISA` says (it is not read): for a
+    /// program with a choice of its own, such as a command-line flag. An instruction set this
+    /// CPU does not run is [`Error::IsaUnavailable`].
+    ///
+    /// ```
+    /// use activation_kernels::{Exact, Isa, Session};
+    /// let s = Session::<Exact>::on_isa(Isa::Scalar)?;
+    /// assert_eq!(s.isa(), Isa::Scalar);
+    /// # Ok::<(), activation_kernels::Error>(())
+    /// ```
+    pub fn on_isa(isa: Isa) -> Result<Self, Error> {
+        Ok(Self::on(isa.supported()?))
+    }
+
     fn on(isa: Supported) -> Self {
         Session {
             isa,

@@ -84,10 +84,11 @@ fn read_input(file: Option<&PathBuf>) -> Result<String, Failure> {
 }
 
 fn run<M: Mode>(args: &Args) -> Result<(), Failure> {
-    let mut session = Session::<M>::try_new()?;
-    if let Some(isa) = args.isa {
-        session = session.with_isa(isa)?;
-    }
+    // An explicit --isa wins over ACTIVATION_KERNELS_ISA (which is then not read at all).
+    let mut session = match args.isa {
+        Some(isa) => Session::<M>::on_isa(isa)?,
+        None => Session::<M>::try_new()?,
+    };
     if let Some(t) = args.threads {
         session = session.with_threads(t as usize)?;
     }
