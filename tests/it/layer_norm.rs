@@ -106,6 +106,24 @@ fn reference_f64(x: &[f32], g: &[f32], b: &[f32], eps: f32) -> Vec<f64> {
         .collect()
 }
 
+/// The layer norm of the one-row `x` in exact and in fast mode, on `isa` with `threads`.
+fn both_modes(
+    x: &Array2<f32>,
+    g: &Array1<f32>,
+    b: &Array1<f32>,
+    eps: f32,
+    isa: Isa,
+    threads: usize,
+) -> (Array2<f32>, Array2<f32>) {
+    let exact = pinned_session::<Exact>(isa, threads)
+        .layer_norm_owned(x, g, b, eps)
+        .unwrap();
+    let fast = pinned_session::<activation_kernels::Fast>(isa, threads)
+        .layer_norm_owned(x, g, b, eps)
+        .unwrap();
+    (exact, fast)
+}
+
 #[test]
 fn rows_whose_sums_overflow_or_squares_underflow_are_normalised_right() {
     let mut rng = Rng(13);
@@ -149,10 +167,7 @@ fn rows_whose_sums_overflow_or_squares_underflow_are_normalised_right() {
         let mut first: Option<Vec<u32>> = None;
         for isa in Isa::available() {
             for threads in [1, 2] {
-                let mut y = xa.clone();
-                pinned_session::<Exact>(isa, threads)
-                    .layer_norm(&mut y, &g, &b, eps)
-                    .unwrap();
+                let (y, yf) = both_modes(&xa, &g, &b, eps, isa, threads);
                 for (j, (&y, &w)) in y.iter().zip(&want).enumerate() {
                     assert!(
                         (f64::from(y) - w).abs() <= tol(what) * w.abs().max(1.0),
@@ -164,10 +179,6 @@ fn rows_whose_sums_overflow_or_squares_underflow_are_normalised_right() {
                     None => first = Some(bits),
                     Some(f) => assert_eq!(f, &bits, "{what} n {n} {isa} {threads}"),
                 }
-                let mut yf = xa.clone();
-                pinned_session::<activation_kernels::Fast>(isa, threads)
-                    .layer_norm(&mut yf, &g, &b, eps)
-                    .unwrap();
                 for (j, (&y, &w)) in yf.iter().zip(&want).enumerate() {
                     assert!(
                         (f64::from(y) - w).abs() <= tol(what) * w.abs().max(1.0),
@@ -212,15 +223,8 @@ fn a_large_offset_beside_a_small_spread_does_not_swamp_the_row() {
         let mut worst = [0f64; 2];
         for isa in Isa::available() {
             for threads in [1, 2] {
-                let mut y = xa.clone();
-                pinned_session::<Exact>(isa, threads)
-                    .layer_norm(&mut y, &g, &b, eps)
-                    .unwrap();
+                let (y, yf) = both_modes(&xa, &g, &b, eps, isa, threads);
                 assert_eq!(bits(&y), exact_bits, "{what} n {n} {isa} {threads}");
-                let mut yf = xa.clone();
-                pinned_session::<activation_kernels::Fast>(isa, threads)
-                    .layer_norm(&mut yf, &g, &b, eps)
-                    .unwrap();
                 for (m, y) in [&y, &yf].into_iter().enumerate() {
                     for (&y, &w) in y.iter().zip(&want) {
                         worst[m] = worst[m].max((f64::from(y) - w).abs());
