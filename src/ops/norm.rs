@@ -16,9 +16,9 @@
 //! row of subnormals with `eps = 0`) is normalised at a scale: every element is multiplied by
 //! the power of two `s = 2^-k` that brings the row's largest magnitude near 1 (exact: no
 //! rounding, except for elements so much smaller than the largest that they are below the
-//! output's resolution), the same formula runs on `x s` with `eps s^2` (and the mean corrected
-//! once by the mean of `x s - mean`, so a row of equal huge values is centred exactly), and as the
-//! normalisation does not change with the scale, `y` is the normalisation of `x`. Rows whose
+//! output's resolution), the same formula runs on `x s` with `eps s^2` (a row of equal huge
+//! values is centred exactly by the two-float mean), and as the normalisation does not change
+//! with the scale, `y` is the normalisation of `x`. Rows whose
 //! statistics are in range (every ordinary row) never take that path and keep their bits. The
 //! choice depends only on the row's values, so the bits still depend on no instruction set or
 //! thread count. In exact mode every NaN stored is the canonical NaN.
@@ -51,14 +51,16 @@ struct Stats {
 const MEAN_SHIFT_TRIGGER: f32 = 9.094_947e-13; // 2^-40
 
 /// The mean, shift and variance of `row * scale` (`scale` `None`: of `row`) in the canonical
-/// order: `mean = sum x / n`; at a scale, the mean is corrected once by the mean of the
-/// differences; `c = sum (x - mean) / n` beside the variance `sum (x - mean)^2 / n`. An f32
-/// mean is `x`'s true mean rounded (to a quarter of an ulp of the offset at best, and on a long
-/// row after thousands of rounded additions, far worse): where that error is large beside the
-/// spread (`c^2 > 2^-40 (var + eps)`, see [`MEAN_SHIFT_TRIGGER`]), the mean is carried as two
-/// floats: `mean + c` rounded, and `shift = sum (x - (mean + c)) / n`, the rest; every
-/// difference is taken as `(x - mean) - shift`, and the variance summed again from those. Elsewhere the shift is `+0` and the bits are those of
-/// the plain two passes. `eps` is at the scale.
+/// order: `mean = sum x / n`, and `c = sum (x - mean) / n` beside the variance
+/// `sum (x - mean)^2 / n`. An f32 mean is `x`'s true mean rounded (to a quarter of an ulp of
+/// the offset at best, and on a long row after thousands of rounded additions, far worse):
+/// where that error is large beside the spread (`c^2 > 2^-40 (var + eps)`, see
+/// [`MEAN_SHIFT_TRIGGER`]), the mean is carried as two floats: `mean + c` rounded, and
+/// `shift = sum (x - (mean + c)) / n`, the rest; every difference is taken as
+/// `(x - mean) - shift`, and the variance summed again from those. So a row of equal (or nearly
+/// equal) values, at a scale or not, is centred exactly, and its variance is not the square of
+/// the mean's rounding error. Elsewhere the shift is `+0` and the bits are those of the plain
+/// two passes. `eps` is at the scale.
 #[inline(always)]
 fn moments<L: Lanes>(l: L, row: &[f32], scale: Option<f32>, eps: f32) -> Moments {
     let n = row.len() as f32;
@@ -68,19 +70,7 @@ fn moments<L: Lanes>(l: L, row: &[f32], scale: Option<f32>, eps: f32) -> Moments
         #[inline(always)]
         |v| scaled(l, v, scale),
     );
-    let mut mean = sum / n;
-    if scale.is_some() {
-        // Rows at a scale are rare: one more pass corrects the mean by the mean of the
-        // differences, so that a row of equal (or nearly equal) large values is centred
-        // exactly and its variance is not the square of the mean's rounding error.
-        let mv = l.splat(mean);
-        mean += canonical_sum_of(
-            l,
-            row,
-            #[inline(always)]
-            |v| l.sub(scaled(l, v, scale), mv),
-        ) / n;
-    }
+    let mean = sum / n;
     let mv = l.splat(mean);
     let (squares, differences) = canonical_sums_of(
         l,
